@@ -1,0 +1,263 @@
+"""The ``a2a`` command: serve an agent, or talk to one.
+
+Every failure is one line on stderr and a non-zero exit: 1 for an error from the agent or
+the network, 2 for a usage error, 130 when interrupted.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+from ..client import A2AClient, RetryPolicy, credentials_from_env
+from ..errors import A2AError, ProtocolError
+from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
+from ..server.app import DEFAULT_MAX_BODY_BYTES
+from ..types import TaskState
+from .loader import AgentLoadError, load_object
+from .output import print_json, show, show_event
+
+__all__ = ["main"]
+
+log = logging.getLogger("a2a.cli")
+
+
+class UsageError(Exception):
+    """Wrong words on the command line: exit 2."""
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="a2a", description="Serve A2A 1.0 agents and talk to them.")
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default) or error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    serve = sub.add_parser("serve", help="serve an agent: a2a serve MODULE:ATTR (or path/to/file.py:ATTR)")
+    serve.add_argument("target", help="the agent object, e.g. examples/echo_agent.py:agent")
+    serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
+    serve.add_argument("--public-url", help="the base URL clients should use, when behind a proxy")
+    serve.add_argument(
+        "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="largest request body (default 4 MiB)"
+    )
+    serve.add_argument(
+        "--auth",
+        action="append",
+        choices=["bearer", "apikey"],
+        default=[],
+        help="require credentials: bearer tokens from $A2A_BEARER_TOKENS, API keys from $A2A_API_KEYS "
+        "(entries 'principal:secret', comma-separated), or from --credentials-file",
+    )
+    serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
+
+    for name, help_text in [
+        ("card", "show an agent's card"),
+        ("send", "send a message"),
+        ("get", "show a task"),
+        ("list", "list your tasks"),
+        ("cancel", "cancel a task"),
+    ]:
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("url", help="the agent's base URL, e.g. http://127.0.0.1:8000")
+        if name == "send":
+            cmd.add_argument("text", help="the message text")
+            cmd.add_argument("--stream", action="store_true", help="show progress as it arrives")
+            cmd.add_argument("--task-id", help="continue this task (e.g. one waiting for input)")
+            cmd.add_argument("--context-id", help="stay in this conversation")
+            cmd.add_argument("--no-wait", action="store_true", help="return the task at once (returnImmediately)")
+        elif name in ("get", "cancel"):
+            cmd.add_argument("task_id")
+        if name == "get":
+            cmd.add_argument("--history", type=int, help="at most this many history messages")
+        if name == "list":
+            cmd.add_argument("--context-id")
+            cmd.add_argument("--state", help="e.g. working, completed, input-required")
+            cmd.add_argument("--page-size", type=int)
+            cmd.add_argument("--page-token")
+        cmd.add_argument("--json", action="store_true", help="print wire JSON (one object per line)")
+        cmd.add_argument("--token", help="bearer token (default: $A2A_TOKEN)")
+        cmd.add_argument("--api-key", help="API key (default: $A2A_API_KEY)")
+        cmd.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON"], help="use this interface of the card")
+        cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+        cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
+
+    demo = sub.add_parser("demo", help="serve the echo agent on a free port and talk to it")
+    demo.add_argument("--json", action="store_true")
+    return parser
+
+
+# ---- serve --------------------------------------------------------------------------------
+
+
+def _load_agent(target: str) -> Agent:
+    obj = load_object(target)
+    if not isinstance(obj, Agent):
+        raise AgentLoadError(f"{target} is a {type(obj).__name__}, not an a2a Agent")
+    return obj
+
+
+def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
+    schemes: list[BearerAuth | ApiKeyAuth] = []
+    for kind in dict.fromkeys(args.auth):
+        schemes.append(
+            BearerAuth(file=args.credentials_file) if kind == "bearer" else ApiKeyAuth(file=args.credentials_file)
+        )
+    return schemes
+
+
+async def _serve(args: argparse.Namespace) -> int:
+    agent = _load_agent(args.target)
+    config = ServerConfig(
+        host=args.host, port=args.port, public_url=args.public_url, max_body_bytes=args.max_body_bytes
+    )
+    server = A2AServer(agent, auth=_auth(args), config=config)
+    try:
+        url = await server.start()
+    except OSError as exc:
+        raise A2AError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
+    print(f"Serving {agent.name!r} at {url}", flush=True)
+    for skill in server.card(url).skills:
+        print(f"  skill {skill.id}: {skill.description}", flush=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await stop.wait()
+    finally:
+        await server.stop()
+    return 0
+
+
+# ---- client commands ----------------------------------------------------------------------
+
+
+def _client(args: argparse.Namespace) -> A2AClient:
+    retry = RetryPolicy(max_attempts=max(1, args.retries))
+    return A2AClient(
+        args.url,
+        credentials=credentials_from_env(args.token, args.api_key),
+        retry=retry,
+        timeout=args.timeout,
+        binding=args.binding,
+    )
+
+
+def _state(value: str | None) -> TaskState | None:
+    if value is None:
+        return None
+    name = "TASK_STATE_" + value.upper().replace("-", "_").removeprefix("TASK_STATE_")
+    try:
+        return TaskState(name)
+    except ValueError:
+        known = ", ".join(s.value.removeprefix("TASK_STATE_").lower().replace("_", "-") for s in TaskState)
+        raise UsageError(f"unknown state {value!r}; use one of: {known}") from None
+
+
+async def _send(client: A2AClient, args: argparse.Namespace) -> int:
+    if args.stream:
+        last: Any = None
+        async for event in client.stream(args.text, task_id=args.task_id, context_id=args.context_id):
+            (print_json if args.json else show_event)(event)
+            last = event.payload
+        return _exit_for(last)
+    result = await client.send(
+        args.text, task_id=args.task_id, context_id=args.context_id, return_immediately=args.no_wait
+    )
+    (print_json if args.json else show)(result)
+    return _exit_for(result)
+
+
+def _exit_for(result: Any) -> int:
+    """Non-zero when the task ended badly, so that scripts can tell."""
+    status = getattr(result, "status", None)
+    state = status.state if status is not None else None
+    return 1 if state in (TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED) else 0
+
+
+async def _client_command(args: argparse.Namespace) -> int:
+    async with _client(args) as client:
+        if args.command == "send":
+            return await _send(client, args)
+        result: Any
+        if args.command == "card":
+            result = await client.get_card()
+        elif args.command == "get":
+            result = await client.get_task(args.task_id, history_length=args.history)
+        elif args.command == "cancel":
+            result = await client.cancel_task(args.task_id)
+        else:
+            result = await client.list_tasks(
+                context_id=args.context_id,
+                status=_state(args.state),
+                page_size=args.page_size,
+                page_token=args.page_token,
+            )
+        (print_json if args.json else show)(result)
+        return 0
+
+
+def _echo_example() -> Agent:
+    examples = Path(__file__).resolve().parents[2] / "examples" / "echo_agent.py"
+    return _load_agent(f"{examples}:agent")
+
+
+async def _demo(args: argparse.Namespace) -> int:
+    agent = _echo_example()
+    async with A2AServer(agent, config=ServerConfig(port=0)) as server:
+        assert server.url is not None
+        print(f"Serving {agent.name!r} at {server.url}")
+        async with A2AClient(server.url) as client:
+            card = await client.get_card()
+            print(f"\n$ a2a card {server.url}")
+            show(card)
+            print(f"\n$ a2a send {server.url} 'hello, A2A'")
+            show(await client.send("hello, A2A"))
+            print(f"\n$ a2a send {server.url} stream:3 --stream")
+            async for event in client.stream("stream:3"):
+                show_event(event)
+    return 0
+
+
+# ---- entry point --------------------------------------------------------------------------
+
+
+def _run(coro_fn: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
+    try:
+        import uvloop
+
+        return uvloop.run(coro_fn(args))  # type: ignore[arg-type]
+    except ImportError:
+        return asyncio.run(coro_fn(args))  # type: ignore[arg-type]
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    level = getattr(logging, str(args.log_level).upper(), None)
+    if not isinstance(level, int):
+        print(f"a2a: unknown --log-level {args.log_level!r}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    command = {"serve": _serve, "demo": _demo}.get(args.command, _client_command)
+    try:
+        return _run(command, args)
+    except KeyboardInterrupt:
+        return 130
+    except (UsageError, AgentLoadError) as exc:
+        print(f"a2a: {exc}", file=sys.stderr)
+        return 2
+    except ProtocolError as exc:
+        print(f"a2a: the agent answered {type(exc).__name__} ({exc.code}): {exc.message}", file=sys.stderr)
+        return 1
+    except (A2AError, ValueError) as exc:
+        print(f"a2a: {exc}", file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

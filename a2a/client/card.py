@@ -1,0 +1,59 @@
+"""Agent card discovery and the choice of interface."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import httpx
+import msgspec
+
+from ..errors import CardResolutionError, InvalidResponseError
+from ..protocol.codec import decoder_for
+from ..transport.http import http_error, translate_httpx_error
+from ..types import AgentCard, AgentInterface
+
+__all__ = ["CARD_PATH", "card_url", "choose_interface", "fetch_card"]
+
+CARD_PATH = "/.well-known/agent-card.json"
+
+
+def card_url(url: str) -> str:
+    """The card's address for a base URL (a URL that already names a ``.json`` is kept)."""
+    if url.endswith(".json"):
+        return url
+    return url.rstrip("/") + CARD_PATH
+
+
+async def fetch_card(client: httpx.AsyncClient, url: str, *, timeout: float | None) -> AgentCard:
+    address = card_url(url)
+    try:
+        response = await client.get(address, timeout=timeout)
+    except httpx.HTTPError as exc:
+        raise translate_httpx_error(exc, address) from exc
+    if response.status_code != 200:
+        raise http_error(response, response.content)
+    try:
+        card: AgentCard = decoder_for(AgentCard).decode(response.content)
+        return card
+    except (msgspec.DecodeError, msgspec.ValidationError) as exc:
+        raise InvalidResponseError(f"{address} is not a valid A2A 1.0 agent card: {exc}") from exc
+
+
+def _version_ok(interface: AgentInterface) -> bool:
+    version = interface.protocol_version or "1.0"
+    return version.split(".")[0] == "1"
+
+
+def choose_interface(card: AgentCard, supported: Sequence[str], preferred: str | None = None) -> AgentInterface:
+    """The first interface (card order, or the ``preferred`` binding) that this client speaks."""
+    usable = [i for i in card.supported_interfaces if i.protocol_binding in supported and _version_ok(i)]
+    if preferred is not None:
+        usable = [i for i in usable if i.protocol_binding == preferred]
+    if not usable:
+        offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces)
+        wanted = preferred or " or ".join(supported)
+        raise CardResolutionError(
+            f"Agent {card.name!r} offers no interface this client can use (wanted {wanted} 1.x; offered: "
+            f"{offered or 'none'})"
+        )
+    return usable[0]

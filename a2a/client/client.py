@@ -1,0 +1,258 @@
+"""``A2AClient``: talk to one agent, over the first interface of its card that we speak."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator, Mapping
+from typing import Any
+
+import httpx
+
+from .. import types as t
+from ..errors import CardResolutionError
+from ..protocol.methods import METHODS
+from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
+from ..transport.base import ClientTransport, StreamItem
+from ..transport.http import JsonRpcTransport, RestTransport
+from .auth import CredentialProvider
+from .card import choose_interface, fetch_card
+from .retry import RetryPolicy
+
+__all__ = ["A2AClient", "user_message"]
+
+_TRANSPORTS: dict[str, type[JsonRpcTransport] | type[RestTransport]] = {
+    "JSONRPC": JsonRpcTransport,
+    "HTTP+JSON": RestTransport,
+}
+
+
+def user_message(
+    content: str | t.Message | list[t.Part],
+    *,
+    task_id: str | None = None,
+    context_id: str | None = None,
+    metadata: dict[str, Any] | None = None,
+    message_id: str | None = None,
+) -> t.Message:
+    """A ``ROLE_USER`` message with a fresh ``messageId`` (kept as is if ``content`` is a Message)."""
+    if isinstance(content, t.Message):
+        return content
+    parts = [t.Part(text=content)] if isinstance(content, str) else list(content)
+    return t.Message(
+        message_id=message_id or uuid.uuid4().hex,
+        role=t.Role.USER,
+        parts=parts,
+        task_id=task_id,
+        context_id=context_id,
+        metadata=metadata,
+    )
+
+
+class A2AClient:
+    """A client for one agent.
+
+    ``A2AClient("http://127.0.0.1:8000")`` discovers the card on first use and picks the first
+    interface it supports (or ``binding=``). Calls raise errors of ``a2a.errors``; retries and
+    credentials are policies given here, once, for every call.
+    """
+
+    supported_bindings: tuple[str, ...] = tuple(_TRANSPORTS)
+
+    def __init__(
+        self,
+        url: str | None = None,
+        *,
+        card: t.AgentCard | None = None,
+        transport: ClientTransport | None = None,
+        credentials: CredentialProvider | None = None,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = 60.0,
+        binding: str | None = None,
+        headers: Mapping[str, str] | None = None,
+        http_client: httpx.AsyncClient | None = None,
+    ) -> None:
+        if url is None and card is None and transport is None:
+            raise ValueError("A2AClient needs a url, a card or a transport")
+        self.url = url
+        self.card = card
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.binding = binding
+        self._credentials = credentials
+        self._transport = transport
+        self._own_http = http_client is None
+        base_headers = {VERSION_HEADER: PROTOCOL_VERSION, **(headers or {})}
+        self._http = http_client or httpx.AsyncClient(headers=base_headers, timeout=timeout)
+        if http_client is not None:
+            self._http.headers.update(base_headers)
+        self._connect_lock = asyncio.Lock()
+        self.interface: t.AgentInterface | None = None
+
+    # ---- connection --------------------------------------------------------------------
+
+    async def connect(self) -> ClientTransport:
+        """Resolve the card and choose the interface (done once, on first use)."""
+        if self._transport is not None:
+            return self._transport
+        async with self._connect_lock:
+            if self._transport is None:
+                if self.card is None:
+                    if self.url is None:
+                        raise CardResolutionError("no card and no url to discover one from")
+                    url = self.url
+                    self.card = await self.retry.run(
+                        lambda: fetch_card(self._http, url, timeout=self.timeout), what=f"card of {url}"
+                    )
+                if self._credentials is not None:
+                    self._http.headers.update(self._credentials.headers(self.card))
+                self.interface = choose_interface(self.card, self.supported_bindings, self.binding)
+                factory = _TRANSPORTS[self.interface.protocol_binding]
+                self._transport = factory(self._http, self.interface.url, self.interface.tenant)
+        return self._transport
+
+    async def get_card(self) -> t.AgentCard:
+        await self.connect()
+        assert self.card is not None
+        return self.card
+
+    async def close(self) -> None:
+        if self._transport is not None:
+            await self._transport.close()
+        if self._own_http:
+            await self._http.aclose()
+
+    async def __aenter__(self) -> A2AClient:
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.close()
+
+    # ---- calls -------------------------------------------------------------------------
+
+    async def _call(self, method: str, params: Any, timeout: float | None = None) -> Any:
+        transport = await self.connect()
+        spec = METHODS[method]
+        per_call = self.timeout if timeout is None else timeout
+        return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
+
+    async def _stream(self, method: str, params: Any, timeout: float | None = None) -> AsyncIterator[StreamItem]:
+        """Retried until the first event arrives; after that a failure ends the stream."""
+        transport = await self.connect()
+        spec = METHODS[method]
+        per_call = self.timeout if timeout is None else timeout
+
+        async def open_stream() -> tuple[AsyncIterator[StreamItem], StreamItem | None]:
+            events = transport.stream(spec, params, timeout=per_call).__aiter__()
+            try:
+                return events, await events.__anext__()
+            except StopAsyncIteration:
+                return events, None
+
+        events, first = await self.retry.run(open_stream, what=method)
+        if first is None:
+            return
+        try:
+            yield first
+            async for item in events:
+                yield item
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+
+    async def send(
+        self,
+        content: str | t.Message | list[t.Part],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        return_immediately: bool = False,
+        history_length: int | None = None,
+        accepted_output_modes: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> t.Task | t.Message:
+        """Send a message; returns the agent's Message or the Task (finished or interrupted,
+        unless ``return_immediately``). Retries resend the same ``messageId``."""
+        request = self._send_request(
+            content, task_id, context_id, return_immediately, history_length, accepted_output_modes, metadata
+        )
+        response: t.SendMessageResponse = await self._call("SendMessage", request, timeout)
+        return response.task if isinstance(response.message, t.UnsetType) else response.message  # type: ignore[return-value]
+
+    async def stream(
+        self,
+        content: str | t.Message | list[t.Part],
+        *,
+        task_id: str | None = None,
+        context_id: str | None = None,
+        history_length: int | None = None,
+        accepted_output_modes: list[str] | None = None,
+        metadata: dict[str, Any] | None = None,
+        timeout: float | None = None,
+    ) -> AsyncIterator[t.StreamResponse]:
+        """Send a message and follow what happens: a Message, or the Task and then its events."""
+        request = self._send_request(
+            content, task_id, context_id, False, history_length, accepted_output_modes, metadata
+        )
+        async for item in self._stream("SendStreamingMessage", request, timeout):
+            yield item.event
+
+    def _send_request(
+        self,
+        content: str | t.Message | list[t.Part],
+        task_id: str | None,
+        context_id: str | None,
+        return_immediately: bool,
+        history_length: int | None,
+        accepted_output_modes: list[str] | None,
+        metadata: dict[str, Any] | None,
+    ) -> t.SendMessageRequest:
+        message = user_message(content, task_id=task_id, context_id=context_id)
+        config = None
+        if return_immediately or history_length is not None or accepted_output_modes:
+            config = t.SendMessageConfiguration(
+                return_immediately=return_immediately,
+                history_length=history_length,
+                accepted_output_modes=accepted_output_modes,
+            )
+        return t.SendMessageRequest(message=message, configuration=config, metadata=metadata)
+
+    async def get_task(self, task_id: str, *, history_length: int | None = None) -> t.Task:
+        result: t.Task = await self._call("GetTask", t.GetTaskRequest(id=task_id, history_length=history_length))
+        return result
+
+    async def list_tasks(
+        self,
+        *,
+        context_id: str | None = None,
+        status: t.TaskState | None = None,
+        page_size: int | None = None,
+        page_token: str | None = None,
+        history_length: int | None = None,
+        include_artifacts: bool | None = None,
+        status_timestamp_after: str | None = None,
+    ) -> t.ListTasksResponse:
+        request = t.ListTasksRequest(
+            context_id=context_id,
+            status=status,
+            page_size=page_size,
+            page_token=page_token,
+            history_length=history_length,
+            include_artifacts=include_artifacts,
+            status_timestamp_after=status_timestamp_after,
+        )
+        result: t.ListTasksResponse = await self._call("ListTasks", request)
+        return result
+
+    async def cancel_task(self, task_id: str) -> t.Task:
+        result: t.Task = await self._call("CancelTask", t.CancelTaskRequest(id=task_id))
+        return result
+
+    async def subscribe(self, task_id: str) -> AsyncIterator[t.StreamResponse]:
+        """The task now, then its events until it ends or asks for input."""
+        async for item in self._stream("SubscribeToTask", t.SubscribeToTaskRequest(id=task_id)):
+            yield item.event
+
+    async def get_extended_card(self) -> t.AgentCard:
+        result: t.AgentCard = await self._call("GetExtendedAgentCard", t.GetExtendedAgentCardRequest())
+        return result

@@ -1,0 +1,148 @@
+"""JSON-RPC 2.0 framing for A2A, shared by every binding that carries JSON-RPC (no I/O)."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass
+from typing import Any
+
+import msgspec
+
+from .. import types as t
+from ..errors import (
+    InvalidParamsError,
+    InvalidRequestError,
+    InvalidResponseError,
+    MethodNotFoundError,
+    ParseError,
+    ProtocolError,
+    error_for_code,
+)
+from .codec import decode_as, decoder_for, encode
+from .methods import METHODS, MethodSpec
+
+__all__ = [
+    "Call",
+    "RequestIdCounter",
+    "decode_call",
+    "decode_response",
+    "encode_error",
+    "encode_request",
+    "encode_result",
+]
+
+_envelope_decoder = msgspec.json.Decoder(t.JSONRPCRequest)
+
+
+@dataclass(slots=True)
+class Call:
+    """A decoded request: the id to answer with, the method, and its typed params."""
+
+    id: t.RequestId
+    method: MethodSpec
+    params: Any
+
+
+class RequestError(Exception):
+    """A ``ProtocolError`` plus the request id it answers (``None`` when none could be read)."""
+
+    def __init__(self, error: ProtocolError, request_id: t.RequestId = None) -> None:
+        super().__init__(error.message)
+        self.error = error
+        self.request_id = request_id
+
+
+def _envelope(body: bytes) -> t.JSONRPCRequest:
+    try:
+        return _envelope_decoder.decode(body)
+    except msgspec.ValidationError as exc:
+        # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
+        raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
+    except msgspec.DecodeError as exc:
+        raise RequestError(ParseError(f"Request body is not valid JSON: {exc}")) from exc
+
+
+def decode_call(body: bytes | str) -> Call:
+    """Decode and validate one request; raises ``RequestError`` with the id when it is known."""
+    env = _envelope(body if isinstance(body, bytes) else body.encode())
+    request_id = env.id if isinstance(env.id, (str, int)) and not isinstance(env.id, bool) else None
+    if env.jsonrpc != "2.0":
+        raise RequestError(InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id)
+    if env.id is t.UNSET or not (env.id is None or request_id is not None):
+        raise RequestError(InvalidRequestError('"id" must be a string or an integer'), request_id)
+    if not isinstance(env.method, str):
+        raise RequestError(InvalidRequestError('"method" must be a string'), request_id)
+    spec = METHODS.get(env.method)
+    if spec is None:
+        raise RequestError(MethodNotFoundError(f"Method not found: {env.method!r}"), request_id)
+    raw = env.params if isinstance(env.params, msgspec.Raw) else b"{}"
+    try:
+        params: Any = decode_as(raw, spec.request_type)
+    except InvalidParamsError as exc:
+        raise RequestError(exc, request_id) from exc
+    return Call(request_id, spec, params)
+
+
+def encode_result(request_id: t.RequestId, result: Any) -> bytes:
+    return encode(t.JSONRPCResponse(id=request_id, result=result))
+
+
+def encode_error(request_id: t.RequestId, error: ProtocolError) -> bytes:
+    body = t.JSONRPCError(code=error.code, message=error.message, data=[error.error_info()])
+    return encode(t.JSONRPCErrorResponse(id=request_id, error=body))
+
+
+# ---- client side -------------------------------------------------------------------------
+
+
+class RequestIdCounter:
+    """Monotonic integer ids for one client or connection."""
+
+    def __init__(self) -> None:
+        self._next = itertools.count(1)
+
+    def __call__(self) -> int:
+        return next(self._next)
+
+
+def encode_request(request_id: t.RequestId, method: str, params: Any) -> bytes:
+    return encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+
+
+class _Response(msgspec.Struct):
+    jsonrpc: Any = None
+    id: Any = None
+    result: msgspec.Raw | t.UnsetType = t.UNSET
+    error: t.JSONRPCError | t.UnsetType = t.UNSET
+
+
+_response_decoder = msgspec.json.Decoder(_Response)
+
+
+def _reason(data: Any) -> str | None:
+    if isinstance(data, list):
+        for item in data:
+            reason = item.get("reason") if isinstance(item, dict) else None
+            if isinstance(reason, str):
+                return reason
+    return None
+
+
+def decode_response(body: bytes, result_type: type | None) -> Any:
+    """Decode a response envelope: the typed result, or raise the peer's error as an exception."""
+    try:
+        resp = _response_decoder.decode(body)
+    except msgspec.DecodeError as exc:
+        raise InvalidResponseError(f"Peer sent an invalid JSON-RPC response: {exc}") from exc
+    if isinstance(resp.error, t.JSONRPCError):
+        err = resp.error
+        data = None if err.data is t.UNSET else err.data
+        raise error_for_code(err.code, err.message, data, reason=_reason(data))
+    if isinstance(resp.result, t.UnsetType):
+        raise InvalidResponseError("Peer sent a JSON-RPC response with neither result nor error")
+    if result_type is None:
+        return msgspec.json.decode(resp.result)
+    try:
+        return decoder_for(result_type).decode(resp.result)
+    except msgspec.ValidationError as exc:
+        raise InvalidResponseError(f"Peer sent an invalid {result_type.__name__}: {exc}") from exc

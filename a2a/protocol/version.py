@@ -1,0 +1,26 @@
+"""Protocol version negotiation (``A2A-Version``)."""
+
+from __future__ import annotations
+
+from ..errors import VersionNotSupportedError
+
+__all__ = ["PROTOCOL_VERSION", "SUPPORTED_VERSIONS", "VERSION_HEADER", "check_version"]
+
+PROTOCOL_VERSION = "1.0"
+SUPPORTED_VERSIONS = frozenset({"1.0"})
+VERSION_HEADER = "A2A-Version"
+EXTENSIONS_HEADER = "A2A-Extensions"
+
+
+def check_version(value: str | None) -> str:
+    """Accept ``1.0`` (and ``1.0.x``); anything else, missing included, is -32009."""
+    if not value:
+        raise VersionNotSupportedError(
+            "Missing A2A-Version (a missing version means 0.3, which this server does not serve): "
+            "send the header or query parameter A2A-Version: 1.0"
+        )
+    candidate = value.strip()
+    major_minor = ".".join(candidate.split(".")[:2])
+    if major_minor not in SUPPORTED_VERSIONS:
+        raise VersionNotSupportedError(f"A2A-Version {candidate!r} is not supported: send A2A-Version: 1.0")
+    return major_minor

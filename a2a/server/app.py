@@ -1,0 +1,143 @@
+"""The aiohttp application: the agent card, JSON-RPC and REST (with SSE) on one port.
+
+``A2AServer`` composes the pieces; ``start``/``stop`` (or ``async with``) run it on a port
+(``0`` picks a free one), which is what the CLI and the tests both do.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import web
+
+from ..protocol.codec import encode
+from ..protocol.version import PROTOCOL_VERSION
+from ..types import AgentCard, AgentInterface
+from .agent import Agent
+from .auth import ApiKeyAuth, Authenticator, BearerAuth
+from .handler import RequestHandler
+from .http_jsonrpc import JsonRpcBinding
+from .http_rest import RestBinding
+from .store import TaskStore
+
+__all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
+
+log = logging.getLogger("a2a.server")
+
+CARD_PATH = "/.well-known/agent-card.json"
+JSONRPC_PATH = "/a2a/jsonrpc"
+REST_PATH = "/a2a/rest"
+#: Request bodies above this are refused with 413 (configurable per server).
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+
+@dataclass
+class ServerConfig:
+    host: str = "127.0.0.1"
+    port: int = 8000
+    #: The address clients should use (behind a proxy); by default the address we listen on.
+    public_url: str | None = None
+    max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    card_max_age: int = 300
+    #: Seconds to let open requests finish on shutdown.
+    shutdown_timeout: float = 5.0
+
+
+class A2AServer:
+    """Serves one agent over every HTTP binding on one port."""
+
+    def __init__(
+        self,
+        agent: Agent,
+        *,
+        store: TaskStore | None = None,
+        auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
+        config: ServerConfig | None = None,
+    ) -> None:
+        self.agent = agent
+        self.config = config or ServerConfig()
+        self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
+        self.handler = RequestHandler(agent, store)
+        self._cards: dict[str, tuple[bytes, str]] = {}
+        self._runner: web.AppRunner | None = None
+        self.url: str | None = self.config.public_url
+
+    # ---- the card ----------------------------------------------------------------------
+
+    def interfaces(self, base_url: str) -> list[AgentInterface]:
+        """Every interface this server offers, in preference order."""
+        base = base_url.rstrip("/")
+        return [
+            AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
+            AgentInterface(url=base + REST_PATH, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION),
+        ]
+
+    def card(self, base_url: str) -> AgentCard:
+        schemes, requirements = self.authenticator.card_fields()
+        return self.agent.build_card(
+            self.interfaces(base_url), security_schemes=schemes, security_requirements=requirements
+        )
+
+    def _card_body(self, base_url: str) -> tuple[bytes, str]:
+        cached = self._cards.get(base_url)
+        if cached is None:
+            body = encode(self.card(base_url))
+            cached = (body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
+            if len(self._cards) < 16:  # the Host header picks the entry; keep the cache bounded
+                self._cards[base_url] = cached
+        return cached
+
+    async def _serve_card(self, request: web.Request) -> web.Response:
+        base = self.url or f"{request.scheme}://{request.host}"
+        body, etag = self._card_body(base)
+        headers = {"ETag": etag, "Cache-Control": f"public, max-age={self.config.card_max_age}"}
+        if etag in request.headers.get("If-None-Match", ""):
+            return web.Response(status=304, headers=headers)
+        return web.Response(body=body, headers=headers, content_type="application/json")
+
+    # ---- the application ---------------------------------------------------------------
+
+    def app(self) -> web.Application:
+        limit = self.config.max_body_bytes
+        app = web.Application(client_max_size=limit)
+        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit)
+        rest = RestBinding(self.handler, self.authenticator, limit)
+        app.router.add_get(CARD_PATH, self._serve_card)
+        app.router.add_post(JSONRPC_PATH, jsonrpc.handle)
+        app.router.add_route("*", REST_PATH + "/{tail:.*}", rest.handle)
+        app.on_shutdown.append(self._on_shutdown)
+        return app
+
+    async def _on_shutdown(self, _app: web.Application) -> None:
+        await self.handler.shutdown()
+
+    async def start(self, host: str | None = None, port: int | None = None) -> str:
+        """Listen (``port=0``: any free port) and return the base URL."""
+        host = host or self.config.host
+        port = self.config.port if port is None else port
+        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=self.config.shutdown_timeout)
+        await self._runner.setup()
+        site = web.TCPSite(self._runner, host, port)
+        await site.start()
+        bound = self._runner.addresses[0]
+        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
+        self.url = self.config.public_url or f"http://{shown}:{bound[1]}"
+        log.info("serving %r at %s", self.agent.name, self.url)
+        return self.url
+
+    async def stop(self) -> None:
+        if self._runner is not None:
+            await self._runner.cleanup()
+            self._runner = None
+
+    async def __aenter__(self) -> A2AServer:
+        if self._runner is None:
+            await self.start()
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.stop()

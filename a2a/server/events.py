@@ -1,0 +1,83 @@
+"""The per-task event log that every stream of a task reads from.
+
+Events are appended once, numbered (a per-task sequence, the SSE ``id``) and encoded once;
+any number of readers follow the log at their own pace, so several subscribers of one task
+each get every event, in order, without per-subscriber queues. A reader that starts late
+(or reconnects) simply starts at an earlier index.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+
+from ..protocol.codec import encode
+from ..types import StreamResponse, TaskState, UnsetType
+
+__all__ = ["EventLog", "LoggedEvent", "ends_stream"]
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedEvent:
+    seq: int
+    event: StreamResponse
+    #: ``event`` already encoded as JSON; bindings splice it into their frames.
+    body: bytes
+
+
+def ends_stream(event: StreamResponse) -> bool:
+    """A stream closes after a Message, or a status that is terminal or interrupted."""
+    if not isinstance(event.message, UnsetType):
+        return True
+    state: TaskState | None = None
+    if not isinstance(event.status_update, UnsetType):
+        state = event.status_update.status.state
+    elif not isinstance(event.task, UnsetType):
+        state = event.task.status.state
+    return state is not None and (state.is_terminal or state.is_interrupted)
+
+
+class EventLog:
+    def __init__(self, first_seq: int = 1) -> None:
+        self._events: list[LoggedEvent] = []
+        self._first_seq = first_seq
+        self._waiters: list[asyncio.Future[None]] = []
+        self.closed = False
+
+    @property
+    def next_seq(self) -> int:
+        return self._first_seq + len(self._events)
+
+    def append(self, event: StreamResponse) -> LoggedEvent:
+        logged = LoggedEvent(self.next_seq, event, encode(event))
+        self._events.append(logged)
+        self._wake()
+        return logged
+
+    def close(self) -> None:
+        """No more events will come (server shutdown, or the task is gone): readers finish."""
+        self.closed = True
+        self._wake()
+
+    def _wake(self) -> None:
+        waiters, self._waiters = self._waiters, []
+        for fut in waiters:
+            if not fut.done():
+                fut.set_result(None)
+
+    async def follow(self, from_seq: int) -> AsyncIterator[LoggedEvent]:
+        """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends."""
+        index = max(0, from_seq - self._first_seq)
+        while True:
+            while index < len(self._events):
+                logged = self._events[index]
+                index += 1
+                yield logged
+                if ends_stream(logged.event):
+                    return
+            if self.closed:
+                return
+            fut = asyncio.get_running_loop().create_future()
+            self._waiters.append(fut)
+            await fut

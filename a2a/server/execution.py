@@ -1,0 +1,231 @@
+"""One execution of an agent for one message: applies what it publishes to the task.
+
+A ``Run`` owns the asyncio task that runs ``agent.execute``. Each event the agent publishes
+is applied to the task, saved to the store, then appended to the task's ``EventLog`` (so a
+reader never sees an event the store does not have). The task is *materialized* (saved,
+announced as the first stream event) lazily, at the first task event, so an agent may answer
+with a plain message and no task; ``returnImmediately`` materializes it at once instead.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING
+
+import msgspec
+
+from ..types import (
+    Artifact,
+    Message,
+    StreamResponse,
+    Task,
+    TaskArtifactUpdateEvent,
+    TaskState,
+    TaskStatus,
+    TaskStatusUpdateEvent,
+)
+from .events import EventLog
+from .store import IdempotencyRecord, TaskRecord, TaskStore
+
+if TYPE_CHECKING:
+    from .agent import Agent
+    from .context import RequestContext
+
+__all__ = ["Run", "now_iso"]
+
+log = logging.getLogger("a2a.server")
+
+
+def now_iso() -> str:
+    """UTC now, fixed width with microseconds, so that timestamps also sort as strings."""
+    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+def snapshot(task: Task) -> Task:
+    """A copy safe to publish: later changes to ``task`` replace lists, never mutate this one."""
+    return msgspec.structs.replace(
+        task,
+        artifacts=list(task.artifacts) if task.artifacts else None,
+        history=list(task.history) if task.history else None,
+    )
+
+
+class Run:
+    def __init__(
+        self,
+        *,
+        store: TaskStore,
+        record: TaskRecord,
+        log_: EventLog,
+        materialized: bool,
+        idempotency_key: tuple[str, str, str] | None,
+        idempotency: IdempotencyRecord | None,
+    ) -> None:
+        self.store = store
+        self.record = record
+        self.log = log_
+        self.materialized = materialized
+        self._idem_key = idempotency_key
+        self._idem = idempotency
+        self._lock = asyncio.Lock()
+        #: Set when the first answer exists: the task is visible, or a plain message replied.
+        self.started = asyncio.Event()
+        #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).
+        self.settled = asyncio.Event()
+        self.reply: Message | None = None
+        self.cancel_requested = False
+        self.shutdown = False
+        self._asyncio_task: asyncio.Task[None] | None = None
+        #: Sequence number of the first event of this run in the log (for streaming readers).
+        self.first_seq = log_.next_seq
+
+    @property
+    def task(self) -> Task:
+        return self.record.task
+
+    @property
+    def task_id(self) -> str:
+        return self.record.task.id
+
+    @property
+    def context_id(self) -> str:
+        return self.record.task.context_id or ""
+
+    @property
+    def done(self) -> bool:
+        return self._asyncio_task is not None and self._asyncio_task.done()
+
+    async def wait_done(self) -> None:
+        if self._asyncio_task is not None:
+            await asyncio.wait([self._asyncio_task])
+
+    # ---- lifecycle ---------------------------------------------------------------------
+
+    async def open(self) -> None:
+        """Make the task visible now (returnImmediately, or a follow-up to an existing task)."""
+        async with self._lock:
+            await self._materialize()
+
+    def start(self, agent: Agent, ctx: RequestContext) -> None:
+        self._asyncio_task = asyncio.create_task(self._execute(agent, ctx), name=f"a2a-run-{self.task_id}")
+
+    async def cancel(self, *, shutdown: bool = False, wait: float = 10.0) -> None:
+        """Cancel the agent's work; the task ends CANCELED (once the agent has unwound)."""
+        self.cancel_requested = True
+        self.shutdown = shutdown
+        if self._asyncio_task is not None and not self._asyncio_task.done():
+            self._asyncio_task.cancel()
+            await asyncio.wait([self._asyncio_task], timeout=wait)
+
+    async def _execute(self, agent: Agent, ctx: RequestContext) -> None:
+        try:
+            await agent.execute(ctx)
+        except asyncio.CancelledError:
+            note = "Canceled: the server is shutting down" if self.shutdown else "Canceled"
+            await self._finish(TaskState.CANCELED, note)
+            return
+        except Exception as exc:  # the agent's own failure: the task fails, the server goes on
+            log.exception("agent %r failed on task %s", agent.name, self.task_id)
+            await self._finish(TaskState.FAILED, str(exc) or type(exc).__name__)
+            return
+        if self.reply is None and not (self.task.status.state.is_terminal or self.task.status.state.is_interrupted):
+            await self.publish_status(TaskState.COMPLETED, None)
+        self.settled.set()
+        self.started.set()
+
+    async def _finish(self, state: TaskState, note: str) -> None:
+        from .context import agent_message
+
+        try:
+            if self.task.status.state.is_terminal or self.reply is not None:
+                return
+            message = agent_message(note, task_id=self.task_id, context_id=self.context_id)
+            await self.publish_status(state, message)
+        except Exception:
+            log.exception("could not record the end of task %s", self.task_id)
+        finally:
+            self.settled.set()
+            self.started.set()
+
+    # ---- what the agent publishes -------------------------------------------------------
+
+    async def _materialize(self) -> None:
+        if self.materialized:
+            return
+        self.materialized = True
+        await self._save_and_log(StreamResponse(task=snapshot(self.task)))
+        self.started.set()
+
+    async def _save_and_log(self, event: StreamResponse) -> None:
+        self.record.last_seq = self.log.next_seq
+        await self.store.save(self.record)
+        self.log.append(event)
+
+    async def publish_status(self, state: TaskState, message: Message | None) -> None:
+        async with self._lock:
+            self._check_open()
+            await self._status(state, message)
+
+    async def _status(self, state: TaskState, message: Message | None) -> None:
+        await self._materialize()
+        task = self.task
+        status = TaskStatus(state=state, message=message, timestamp=now_iso())
+        task.status = status
+        if message is not None:
+            task.history = [*(task.history or []), message]
+        event = TaskStatusUpdateEvent(task_id=task.id, context_id=self.context_id, status=status)
+        await self._save_and_log(StreamResponse(status_update=event))
+        if state.is_terminal or state.is_interrupted:
+            self.settled.set()
+
+    async def publish_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
+        async with self._lock:
+            self._check_open()
+            await self._materialize()
+            task = self.task
+            task.artifacts = _merge_artifact(task.artifacts or [], artifact, append)
+            event = TaskArtifactUpdateEvent(
+                task_id=task.id, context_id=self.context_id, artifact=artifact, append=append, last_chunk=last_chunk
+            )
+            await self._save_and_log(StreamResponse(artifact_update=event))
+
+    async def publish_message(self, message: Message) -> None:
+        async with self._lock:
+            self._check_open()
+            if self.materialized:
+                # Inside a task a message is a status update carrying it (a stream is either
+                # one Message, or a Task and its events).
+                state = self.task.status.state
+                await self._status(TaskState.WORKING if state == TaskState.SUBMITTED else state, message)
+                return
+            # No task was created, so the reply must not point at one.
+            message = msgspec.structs.replace(message, task_id=None, context_id=message.context_id or self.context_id)
+            self.reply = message
+            if self._idem_key is not None and self._idem is not None:
+                self._idem.message = message
+                await self.store.update_message(self._idem_key, self._idem)
+            self.log.append(StreamResponse(message=message))
+            self.started.set()
+            self.settled.set()
+
+    def _check_open(self) -> None:
+        if self.reply is not None:
+            raise RuntimeError("the agent already answered with a message; it cannot publish task events")
+        if self.task.status.state.is_terminal:
+            raise RuntimeError(f"task {self.task_id} is already {self.task.status.state.value}")
+
+
+def _merge_artifact(artifacts: list[Artifact], artifact: Artifact, append: bool) -> list[Artifact]:
+    """A new list: an appended chunk extends the artifact with the same id, otherwise it replaces it."""
+    merged = list(artifacts)
+    for i, existing in enumerate(merged):
+        if existing.artifact_id == artifact.artifact_id:
+            if append:
+                merged[i] = msgspec.structs.replace(existing, parts=[*existing.parts, *artifact.parts])
+            else:
+                merged[i] = artifact
+            return merged
+    merged.append(artifact)
+    return merged

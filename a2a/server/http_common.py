@@ -1,0 +1,97 @@
+"""What the HTTP bindings share: the request gate (version, credentials, body size) and SSE output."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Callable
+
+from aiohttp import web
+
+from ..errors import InternalError, PayloadTooLargeError, ProtocolError
+from ..protocol.sse import encode_event
+from ..protocol.version import EXTENSIONS_HEADER, VERSION_HEADER, check_version
+from .auth import Authenticator
+from .events import LoggedEvent
+from .handler import CallContext
+
+__all__ = ["SSE_HEADERS", "first_event", "gate", "internal_error", "read_body", "write_sse"]
+
+log = logging.getLogger("a2a.server")
+
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+
+
+def gate(request: web.Request, authenticator: Authenticator) -> CallContext:
+    """Check the protocol version and the credentials; the same code serves every binding."""
+    check_version(request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER))
+    principal = authenticator.authenticate(request.headers)
+    extensions = request.headers.get(EXTENSIONS_HEADER)
+    if not extensions:
+        return CallContext(principal)
+    return CallContext(principal, frozenset(e.strip() for e in extensions.split(",") if e.strip()))
+
+
+async def read_body(request: web.Request, limit: int) -> bytes:
+    """The body, refused with 413 before it is read whole when it is over ``limit`` bytes."""
+    length = request.content_length
+    if length is not None and length > limit:
+        raise PayloadTooLargeError(f"Request body of {length} bytes is over the limit of {limit} bytes")
+    try:
+        return await request.read()
+    except web.HTTPRequestEntityTooLarge as exc:
+        raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes") from exc
+
+
+async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:
+    """The stream's first event, fetched before any SSE header is sent, so that an error
+    (task not found, streaming off ...) is answered as an ordinary error response."""
+    try:
+        return await events.__anext__()
+    except StopAsyncIteration:
+        raise InternalError("The stream ended before its first event") from None
+
+
+def internal_error(exc: BaseException) -> ProtocolError:
+    """An unexpected fault: the detail goes to the log, the caller gets a generic error."""
+    log.error("internal error while serving a request", exc_info=exc)
+    return InternalError()
+
+
+async def write_sse(
+    request: web.Request,
+    first: LoggedEvent,
+    rest: AsyncIterator[LoggedEvent],
+    frame: Callable[[LoggedEvent], bytes],
+    error_frame: Callable[[ProtocolError], bytes],
+) -> web.StreamResponse:
+    """Send events as SSE, each with its sequence number as ``id``; ends when the stream ends.
+
+    A client that goes away stops only its own stream; the task goes on.
+    """
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(request)
+    try:
+        await response.write(_sse(first, frame))
+        async for logged in rest:
+            await response.write(_sse(logged, frame))
+    except (ConnectionResetError, ConnectionError):
+        return response
+    except ProtocolError as exc:
+        await _try_write(response, encode_event(error_frame(exc), event="error"))
+    except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
+        await _try_write(response, encode_event(error_frame(internal_error(exc)), event="error"))
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]
+    with contextlib.suppress(ConnectionError):
+        await response.write_eof()
+    return response
+
+
+def _sse(logged: LoggedEvent, frame: Callable[[LoggedEvent], bytes]) -> bytes:
+    return encode_event(frame(logged), event_id=str(logged.seq) if logged.seq else None)
+
+
+async def _try_write(response: web.StreamResponse, data: bytes) -> None:
+    with contextlib.suppress(ConnectionError):
+        await response.write(data)

@@ -1,0 +1,66 @@
+"""The JSON-RPC 2.0 over HTTP binding: one POST endpoint; streaming methods answer with SSE."""
+
+from __future__ import annotations
+
+from aiohttp import web
+
+from ..errors import AuthenticationRequiredError, ProtocolError
+from ..protocol.codec import encode
+from ..protocol.jsonrpc import RequestError, decode_call, encode_error, encode_result
+from ..types import RequestId
+from .auth import Authenticator
+from .events import LoggedEvent
+from .handler import CallContext, RequestHandler
+from .http_common import first_event, gate, internal_error, read_body, write_sse
+
+__all__ = ["JsonRpcBinding"]
+
+
+class JsonRpcBinding:
+    def __init__(self, handler: RequestHandler, authenticator: Authenticator, max_body: int) -> None:
+        self.handler = handler
+        self.authenticator = authenticator
+        self.max_body = max_body
+
+    def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
+        # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
+        # transport-level ones a client must see as such: 401 (with a challenge) and 413.
+        headers = None
+        status = 200
+        if isinstance(error, AuthenticationRequiredError):
+            status = 401
+            headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
+        elif error.http_status == 413:
+            status = 413
+        return web.Response(
+            body=encode_error(request_id, error), status=status, headers=headers, content_type="application/json"
+        )
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        request_id: RequestId = None
+        try:
+            ctx = gate(request, self.authenticator)
+            call = decode_call(await read_body(request, self.max_body))
+            request_id = call.id
+            if call.method.streaming:
+                return await self._stream(request, call.id, call.method.name, call.params, ctx)
+            result = await self.handler.call(call.method.name, call.params, ctx)
+            return web.Response(body=encode_result(call.id, result), content_type="application/json")
+        except RequestError as exc:
+            return self._error(exc.request_id, exc.error)
+        except ProtocolError as exc:
+            return self._error(request_id, exc)
+        except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
+            return self._error(request_id, internal_error(exc))
+
+    async def _stream(
+        self, request: web.Request, request_id: RequestId, method: str, params: object, ctx: CallContext
+    ) -> web.StreamResponse:
+        events = self.handler.stream(method, params, ctx)
+        first = await first_event(events)  # errors before the first event answer as plain JSON
+        prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
+
+        def frame(logged: LoggedEvent) -> bytes:
+            return prefix + logged.body + b"}"
+
+        return await write_sse(request, first, events, frame, lambda err: encode_error(request_id, err))

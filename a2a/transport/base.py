@@ -1,0 +1,42 @@
+"""The one client transport interface: send a call, or open a stream. Bindings implement it."""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import AsyncIterator
+from typing import Any
+
+from ..protocol.methods import MethodSpec
+from ..types import StreamResponse
+
+__all__ = ["ClientTransport", "StreamItem"]
+
+
+class StreamItem:
+    """One stream event and the id the server gave it (for resuming), if any."""
+
+    __slots__ = ("event", "event_id")
+
+    def __init__(self, event: StreamResponse, event_id: str | None = None) -> None:
+        self.event = event
+        self.event_id = event_id
+
+
+class ClientTransport(abc.ABC):
+    """Carries typed requests to one agent interface and brings typed answers back.
+
+    Implementations raise ``ProtocolError`` subclasses for errors the peer sent, and
+    ``TransportError`` (with ``retryable``) or ``RequestTimeoutError`` for failures on the way.
+    Retries are not theirs to do: the client applies its policy around them.
+    """
+
+    @abc.abstractmethod
+    async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
+        """A unary call; returns an instance of ``method.result_type`` (or ``None``)."""
+
+    @abc.abstractmethod
+    def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
+        """A streaming call; yields events until the server ends the stream."""
+
+    async def close(self) -> None:  # noqa: B027 - transports without resources need nothing here
+        """Release connections."""

@@ -1,0 +1,27 @@
+"""The base Struct every wire object derives from, and the oneof check."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+from msgspec import UNSET, UnsetType
+
+__all__ = ["UNSET", "UnsetType", "Wire", "check_oneof"]
+
+
+class Wire(msgspec.Struct, rename="camel", omit_defaults=True, kw_only=True):
+    """ProtoJSON shape: camelCase names, unset fields left out, unknown fields ignored."""
+
+
+def check_oneof(obj: Any, type_name: str, fields: tuple[str, ...], *, required: bool = True) -> None:
+    """Raise ``ValueError`` unless exactly one (or, if not ``required``, at most one) field is set.
+
+    msgspec calls ``__post_init__`` while decoding and turns this ``ValueError`` into a
+    ``ValidationError``, so a malformed oneof on the wire becomes invalid params.
+    """
+    present = [name for name in fields if getattr(obj, name) is not UNSET]
+    if len(present) > 1:
+        raise ValueError(f"{type_name} must set exactly one of {', '.join(fields)}; got {', '.join(present)}")
+    if required and not present:
+        raise ValueError(f"{type_name} must set exactly one of {', '.join(fields)}; got none")

@@ -1,0 +1,42 @@
+"""JSON-RPC 2.0 envelopes as they travel on every binding."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import msgspec
+
+from ._base import UNSET, UnsetType
+
+__all__ = ["JSONRPCError", "JSONRPCErrorResponse", "JSONRPCRequest", "JSONRPCResponse", "RequestId"]
+
+RequestId = str | int | None
+
+
+class JSONRPCRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
+    """An incoming call; ``params`` stays raw so it is decoded once, by the method's own type."""
+
+    jsonrpc: Any = UNSET
+    method: Any = UNSET
+    id: Any = UNSET
+    params: msgspec.Raw | UnsetType = UNSET
+
+
+class JSONRPCError(msgspec.Struct, omit_defaults=True, kw_only=True):
+    code: int
+    message: str
+    data: Any = UNSET
+
+
+class JSONRPCErrorResponse(msgspec.Struct, kw_only=True):
+    jsonrpc: str = "2.0"
+    id: RequestId
+    error: JSONRPCError
+
+
+class JSONRPCResponse(msgspec.Struct, kw_only=True):
+    """A result envelope; ``result`` may be pre-encoded (``msgspec.Raw``) or any Struct."""
+
+    jsonrpc: str = "2.0"
+    id: RequestId
+    result: Any

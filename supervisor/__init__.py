@@ -1,0 +1,1 @@
+"""The LangGraph supervisor that plans work and delegates it to A2A agents."""

@@ -1,0 +1,59 @@
+"""Shared fixtures: the example agents, a live server on a free port, and clients per binding."""
+
+from __future__ import annotations
+
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import pytest
+
+from a2a import A2AClient, A2AServer, Agent, RetryPolicy, ServerConfig
+from a2a.cli.loader import load_object
+
+ROOT = Path(__file__).resolve().parents[1]
+EXAMPLES = ROOT / "examples"
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
+
+
+def load_example(name: str, attr: str = "agent") -> Agent:
+    agent = load_object(f"{EXAMPLES / name}:{attr}")
+    assert isinstance(agent, Agent)
+    return agent
+
+
+@pytest.fixture(autouse=True)
+def _asyncio_debug() -> None:
+    """asyncio debug mode everywhere: slow callbacks and never-awaited coroutines get reported."""
+    try:
+        asyncio.get_running_loop().set_debug(True)
+    except RuntimeError:
+        pass
+
+
+@pytest.fixture
+def echo_agent() -> Agent:
+    return load_example("echo_agent.py")
+
+
+@pytest.fixture
+async def echo_server(echo_agent: Agent) -> AsyncIterator[A2AServer]:
+    async with A2AServer(echo_agent, config=ServerConfig(port=0)) as server:
+        yield server
+
+
+@pytest.fixture(params=BINDINGS)
+def binding(request: pytest.FixtureRequest) -> str:
+    return str(request.param)
+
+
+@pytest.fixture
+async def client(echo_server: A2AServer, binding: str) -> AsyncIterator[A2AClient]:
+    assert echo_server.url is not None
+    async with A2AClient(echo_server.url, binding=binding, retry=RetryPolicy.none(), timeout=10) as c:
+        yield c
+
+
+def python() -> str:
+    return sys.executable
