@@ -22,6 +22,7 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequen
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..metadata import SKILL_KEY
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -38,7 +39,7 @@ from .context import RequestContext
 __all__ = ["Agent", "Skill", "SKILL_METADATA_KEY"]
 
 #: Message metadata key naming the skill to run when an agent has several.
-SKILL_METADATA_KEY = "skillId"
+SKILL_METADATA_KEY = SKILL_KEY
 
 SkillFunction = Callable[..., Any]
 
@@ -153,13 +154,19 @@ class Agent:
         return register
 
     def select_skill(self, message: Message) -> str | None:
-        """The skill a message asks for (metadata ``skillId`` or a data part's ``skill``), else the default."""
+        """The skill a message asks for, else the default (first) skill.
+
+        Asked for by message metadata ``skillId``, or by a data part ``{"skill": id}`` or
+        ``{"tool": id, "arguments": {...}}`` (structured input).
+        """
         wanted = (message.metadata or {}).get(SKILL_METADATA_KEY)
         if wanted is None:
             for part in message.parts:
-                if isinstance(part.data, dict) and isinstance(part.data.get("skill"), str):
-                    wanted = part.data["skill"]
-                    break
+                if isinstance(part.data, dict):
+                    named = part.data.get("skill", part.data.get("tool"))
+                    if isinstance(named, str):
+                        wanted = named
+                        break
         if wanted is not None:
             return str(wanted)
         return self.skills[0].card.id if self.skills else None

@@ -6,6 +6,7 @@ import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from ..metadata import USAGE_KEY, usage_entry
 from ..types import UNSET, Artifact, Message, Part, Role, Task, TaskState
 
 if TYPE_CHECKING:
@@ -86,6 +87,29 @@ class RequestContext:
     def history(self) -> list[Message]:
         """Earlier messages of this task (empty for a new task)."""
         return list(self.task.history or []) if self.task else []
+
+    def set_task_metadata(self, key: str, value: Any) -> None:
+        """Put ``key`` in the task's metadata; it is saved and sent with the next event."""
+        task = self._run.task
+        task.metadata = {**(task.metadata or {}), key: value}
+
+    def report_usage(
+        self, input_tokens: int, output_tokens: int, *, cost_usd: float | None = None, model: str | None = None
+    ) -> None:
+        """Add model use to the task's ``a2a-net/usage`` metadata (totals across calls)."""
+        current = dict((self._run.task.metadata or {}).get(USAGE_KEY) or {})
+        cost = current.get("costUsd")
+        if cost_usd is not None:
+            cost = float(cost or 0.0) + cost_usd
+        self.set_task_metadata(
+            USAGE_KEY,
+            usage_entry(
+                int(current.get("inputTokens", 0)) + input_tokens,
+                int(current.get("outputTokens", 0)) + output_tokens,
+                cost,
+                model or current.get("model"),
+            ),
+        )
 
     async def working(self, content: Content | None = None) -> None:
         await self.update(TaskState.WORKING, content)

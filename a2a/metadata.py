@@ -1,0 +1,28 @@
+"""Metadata keys that a2a-net defines on top of A2A (documented in protocol.md, "Metadata keys").
+
+A2A lets any object carry a free ``metadata`` map; these are the keys our agents, clients and
+the supervisor agree on. They are namespaced so they never clash with anyone else's.
+"""
+
+from __future__ import annotations
+
+__all__ = ["DEPTH_KEY", "SKILL_KEY", "USAGE_KEY", "usage_entry"]
+
+#: Message metadata: the id of the skill to run (when an agent has several).
+SKILL_KEY = "skillId"
+#: Task metadata: model use of the agent for this task,
+#: ``{"inputTokens": int, "outputTokens": int, "costUsd": float, "model": str}``.
+USAGE_KEY = "a2a-net/usage"
+#: Message metadata: how many delegation hops led to this message (0 = sent by a person).
+DEPTH_KEY = "a2a-net/depth"
+
+
+def usage_entry(
+    input_tokens: int, output_tokens: int, cost_usd: float | None = None, model: str | None = None
+) -> dict[str, object]:
+    entry: dict[str, object] = {"inputTokens": input_tokens, "outputTokens": output_tokens}
+    if cost_usd is not None:
+        entry["costUsd"] = cost_usd
+    if model:
+        entry["model"] = model
+    return entry
