@@ -118,13 +118,17 @@ class Run:
         if self._asyncio_task is not None and not self._asyncio_task.done():
             self._asyncio_task.cancel()
             await asyncio.wait([self._asyncio_task], timeout=wait)
+        # A run cancelled before its first step never reaches its own handler: record it here.
+        await self._finish(TaskState.CANCELED, self._cancel_note())
+
+    def _cancel_note(self) -> str:
+        return "Canceled: the server is shutting down" if self.shutdown else "Canceled"
 
     async def _execute(self, agent: Agent, ctx: RequestContext) -> None:
         try:
             await agent.execute(ctx)
         except asyncio.CancelledError:
-            note = "Canceled: the server is shutting down" if self.shutdown else "Canceled"
-            await self._finish(TaskState.CANCELED, note)
+            await self._finish(TaskState.CANCELED, self._cancel_note())
             return
         except Exception as exc:  # the agent's own failure: the task fails, the server goes on
             log.exception("agent %r failed on task %s", agent.name, self.task_id)
