@@ -1,0 +1,1 @@
+"""Durable task stores, and ``open_store(url)`` which picks one from a URL."""

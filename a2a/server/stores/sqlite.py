@@ -1,0 +1,198 @@
+"""SQLite task store: the embedded durable default for ``a2a serve``.
+
+One connection, used only from one dedicated thread (SQLite connections are not shared across
+threads), in WAL mode. With ``synchronous=NORMAL`` (the default here) a committed write
+survives the server process being killed (SIGKILL, crash) but a power loss may lose the last
+transactions; ``durability="full"`` (``synchronous=FULL``) survives power loss too, at the cost
+of an fsync per write. Every ``save`` is one transaction, committed before the handler tells
+anyone about the change, so an accepted task (its id returned to a caller) is on disk.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from ...protocol.codec import decoder_for, encode
+from ...types import Message, Task
+from ..store import IdempotencyRecord, TaskPage, TaskQuery, TaskRecord, TaskStore, decode_cursor, encode_cursor
+
+__all__ = ["SQLiteTaskStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS tasks (
+    id TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    context_id TEXT,
+    state TEXT NOT NULL,
+    ts TEXT NOT NULL,
+    last_seq INTEGER NOT NULL,
+    body BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
+CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+CREATE TABLE IF NOT EXISTS messages (
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    task_id TEXT,
+    message BLOB,
+    PRIMARY KEY (owner, tenant, message_id)
+);
+"""
+
+
+class SQLiteTaskStore(TaskStore):
+    def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
+        self.path = Path(path)
+        self._durability = durability
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite")
+        self._conn: sqlite3.Connection | None = None
+        self._open_lock = threading.Lock()
+        self._task_decoder = decoder_for(Task)
+        self._message_decoder = decoder_for(Message)
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            with self._open_lock:
+                if self._conn is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute(f"PRAGMA synchronous={'FULL' if self._durability == 'full' else 'NORMAL'}")
+                    conn.execute("PRAGMA busy_timeout=5000")
+                    conn.executescript(_SCHEMA)
+                    self._conn = conn
+        return self._conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+
+    def _record(self, row: tuple[Any, ...]) -> TaskRecord:
+        owner, tenant, last_seq, body = row
+        return TaskRecord(self._task_decoder.decode(body), owner=owner, tenant=tenant, last_seq=last_seq)
+
+    # ---- TaskStore ---------------------------------------------------------------------
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        def query(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE id = ?"
+            row: tuple[Any, ...] | None = conn.execute(sql, (task_id,)).fetchone()
+            return row
+
+        row = await self._run(query)
+        return None if row is None else self._record(row)
+
+    async def save(self, record: TaskRecord) -> None:
+        task = record.task
+        values = (
+            task.id,
+            record.owner,
+            record.tenant,
+            task.context_id,
+            task.status.state.value,
+            task.status.timestamp or "",
+            record.last_seq,
+            encode(task),  # encoded here, on the loop, so later changes to ``task`` cannot race it
+        )
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+                "context_id=excluded.context_id, state=excluded.state, ts=excluded.ts, "
+                "last_seq=excluded.last_seq, body=excluded.body",
+                values,
+            )
+
+        await self._run(write)
+
+    async def list(self, query: TaskQuery) -> TaskPage:
+        where = ["owner = ?", "tenant = ?"]
+        args: list[Any] = [query.owner, query.tenant]
+        if query.context_id:
+            where.append("context_id = ?")
+            args.append(query.context_id)
+        if query.state:
+            where.append("state = ?")
+            args.append(query.state.value)
+        if query.status_timestamp_after:
+            where.append("ts >= ?")
+            args.append(query.status_timestamp_after)
+        filters = " AND ".join(where)
+        page_where, page_args = filters, list(args)
+        if query.page_token:
+            stamp, task_id = decode_cursor(query.page_token)
+            page_where += " AND (ts, id) < (?, ?)"
+            page_args += [stamp, task_id]
+
+        def run(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], int]:
+            rows = conn.execute(
+                f"SELECT owner, tenant, last_seq, body FROM tasks WHERE {page_where} "  # fixed fragments only
+                "ORDER BY ts DESC, id DESC LIMIT ?",
+                (*page_args, query.page_size + 1),
+            ).fetchall()
+            total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]
+            return rows, int(total)
+
+        rows, total = await self._run(run)
+        records = [self._record(row) for row in rows[: query.page_size]]
+        more = len(rows) > query.page_size
+        return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
+
+    async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
+        def claim(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            cursor = conn.execute(
+                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id) "
+                "VALUES (?, ?, ?, ?, ?)",
+                (*key, record.fingerprint, record.task_id),
+            )
+            if cursor.rowcount == 1:
+                return None
+            row: tuple[Any, ...] = conn.execute(
+                "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
+                key,
+            ).fetchone()
+            return row
+
+        row = await self._run(claim)
+        if row is None:
+            return None
+        fingerprint, task_id, message = row
+        return IdempotencyRecord(
+            fingerprint, task_id, None if message is None else self._message_decoder.decode(message)
+        )
+
+    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+        message = None if record.message is None else encode(record.message)
+        values = (record.fingerprint, record.task_id, message, *key)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "UPDATE messages SET fingerprint = ?, task_id = ?, message = ? "
+                "WHERE owner = ? AND tenant = ? AND message_id = ?",
+                values,
+            )
+
+        await self._run(write)
+
+    async def close(self) -> None:
+        def shut(conn: sqlite3.Connection) -> None:
+            conn.close()
+
+        if self._conn is not None:
+            await self._run(shut)
+            self._conn = None
+        self._executor.shutdown(wait=True)
