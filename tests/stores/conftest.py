@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import pytest
@@ -10,12 +10,28 @@ import pytest
 from a2a.server.store import InMemoryTaskStore, TaskStore
 from a2a.server.stores.sqlite import SQLiteTaskStore
 
-STORES = ["memory", "sqlite"]
+from a2a.server.stores.redis import RedisTaskStore
+from tests.redis_server import redis_server
+
+STORES = ["memory", "sqlite", "redis"]
+
+
+@pytest.fixture(scope="session")
+def redis_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    with redis_server(tmp_path_factory.mktemp("redis")) as url:
+        yield url
 
 
 @pytest.fixture(params=STORES)
 async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator[TaskStore]:
     kind = request.param
-    made: TaskStore = InMemoryTaskStore() if kind == "memory" else SQLiteTaskStore(tmp_path / "tasks.db")
+    made: TaskStore
+    if kind == "memory":
+        made = InMemoryTaskStore()
+    elif kind == "sqlite":
+        made = SQLiteTaskStore(tmp_path / "tasks.db")
+    else:
+        # A fresh namespace per test keeps tests apart on the one shared server.
+        made = RedisTaskStore(request.getfixturevalue("redis_url"), namespace=f"t-{tmp_path.name}")
     yield made
     await made.close()

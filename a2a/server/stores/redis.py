@@ -1,0 +1,173 @@
+"""Redis task store: several server replicas share tasks through one Redis.
+
+Keys (all under a namespace prefix, so several agents can share one Redis):
+
+- ``{ns}:task:{id}``: a hash ``owner, tenant, context, state, ts, last_seq, body`` (body: the
+  task's JSON).
+- ``{ns}:idx:{h(owner, tenant)}``: a sorted set of ``"{ts}|{id}"`` members, all with score 0,
+  so that lexicographic order is status-time order; moved atomically with the task by a Lua
+  script.
+- ``{ns}:msg:{h(owner, tenant, messageId)}``: the idempotency record (JSON), claimed with
+  ``SET NX`` and kept for ``idempotency_ttl`` seconds (7 days by default).
+
+User-supplied strings (owners, tenants, message ids) are hashed into key names, so no
+separator in them can make two keys collide.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from typing import Any
+
+import msgspec
+import redis.asyncio as aioredis
+
+from ...protocol.codec import decoder_for, encode
+from ...types import Message, Task
+from ..store import (
+    IdempotencyRecord,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    decode_cursor,
+    encode_cursor,
+    matches,
+)
+
+__all__ = ["RedisTaskStore"]
+
+# KEYS: task hash, index key. ARGV: owner, tenant, context, state, ts, last_seq, body, id.
+_SAVE = """
+local old = redis.call('HGET', KEYS[1], 'ts')
+if old then redis.call('ZREM', KEYS[2], old .. '|' .. ARGV[8]) end
+redis.call('HSET', KEYS[1], 'owner', ARGV[1], 'tenant', ARGV[2], 'context', ARGV[3], 'state', ARGV[4],
+           'ts', ARGV[5], 'last_seq', ARGV[6], 'body', ARGV[7])
+redis.call('ZADD', KEYS[2], 0, ARGV[5] .. '|' .. ARGV[8])
+return 1
+"""
+
+
+class _Idem(msgspec.Struct, omit_defaults=True):
+    fingerprint: str
+    task_id: str | None = None
+    message: Message | None = None
+
+
+def _h(*parts: str) -> str:
+    return hashlib.sha256(encode(list(parts))).hexdigest()[:32]
+
+
+class RedisTaskStore(TaskStore):
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        namespace: str = "a2a",
+        idempotency_ttl: int = 7 * 24 * 3600,
+        client: aioredis.Redis | None = None,
+    ) -> None:
+        self.redis: aioredis.Redis = client or aioredis.Redis.from_url(url)
+        self.ns = namespace
+        self.idempotency_ttl = idempotency_ttl
+        self._save = self.redis.register_script(_SAVE)
+        self._task_decoder = decoder_for(Task)
+        self._idem_decoder = decoder_for(_Idem)
+
+    def _task_key(self, task_id: str) -> str:
+        return f"{self.ns}:task:{task_id}"
+
+    def _index_key(self, owner: str, tenant: str) -> str:
+        return f"{self.ns}:idx:{_h(owner, tenant)}"
+
+    def _record(self, fields: dict[bytes, bytes]) -> TaskRecord:
+        return TaskRecord(
+            self._task_decoder.decode(fields[b"body"]),
+            owner=fields[b"owner"].decode(),
+            tenant=fields[b"tenant"].decode(),
+            last_seq=int(fields[b"last_seq"]),
+        )
+
+    async def get(self, task_id: str) -> TaskRecord | None:
+        fields = await self.redis.hgetall(self._task_key(task_id))
+        return self._record(fields) if fields else None
+
+    async def save(self, record: TaskRecord) -> None:
+        task = record.task
+        await self._save(
+            keys=[self._task_key(task.id), self._index_key(record.owner, record.tenant)],
+            args=[
+                record.owner,
+                record.tenant,
+                task.context_id or "",
+                task.status.state.value,
+                task.status.timestamp or "",
+                record.last_seq,
+                encode(task),
+                task.id,
+            ],
+        )
+
+    async def list(self, query: TaskQuery) -> TaskPage:
+        index = self._index_key(query.owner, query.tenant)
+        upper = "+"
+        if query.page_token:
+            stamp, task_id = decode_cursor(query.page_token)
+            upper = f"({stamp}|{task_id}"
+        filtered = bool(query.context_id or query.state or query.status_timestamp_after)
+        records: list[TaskRecord] = []
+        more = False
+        batch = max(query.page_size * 2, 50)
+        offset = 0
+        while len(records) <= query.page_size:
+            members = await self.redis.zrevrangebylex(index, upper, "-", start=offset, num=batch)
+            if not members:
+                break
+            offset += len(members)
+            for record in await self._load(members):
+                if record is not None and matches(record, query):
+                    records.append(record)
+            if len(members) < batch:
+                break
+        more = len(records) > query.page_size
+        records = records[: query.page_size]
+        total = await self._count(index, query) if filtered else int(await self.redis.zcard(index))
+        return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
+
+    async def _load(self, members: list[bytes]) -> list[TaskRecord | None]:
+        pipe = self.redis.pipeline(transaction=False)
+        for member in members:
+            pipe.hgetall(self._task_key(member.decode().rpartition("|")[2]))
+        return [self._record(fields) if fields else None for fields in await pipe.execute()]
+
+    async def _count(self, index: str, query: TaskQuery) -> int:
+        """Matches of a filtered query: every task of the owner is looked at (O(n))."""
+        total = 0
+        offset = 0
+        while True:
+            members = await self.redis.zrangebylex(index, "-", "+", start=offset, num=500)
+            if not members:
+                return total
+            offset += len(members)
+            total += sum(1 for r in await self._load(members) if r is not None and matches(r, query))
+
+    def _message_key(self, key: tuple[str, str, str]) -> str:
+        return f"{self.ns}:msg:{_h(*key)}"
+
+    async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
+        value = encode(_Idem(record.fingerprint, record.task_id, record.message))
+        redis_key = self._message_key(key)
+        if await self.redis.set(redis_key, value, nx=True, ex=self.idempotency_ttl):
+            return None
+        raw: Any = await self.redis.get(redis_key)
+        if raw is None:  # expired in between: claim again
+            return await self.claim_message(key, record)
+        found = self._idem_decoder.decode(raw)
+        return IdempotencyRecord(found.fingerprint, found.task_id, found.message)
+
+    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+        value = encode(_Idem(record.fingerprint, record.task_id, record.message))
+        await self.redis.set(self._message_key(key), value, ex=self.idempotency_ttl)
+
+    async def close(self) -> None:
+        await self.redis.aclose()
