@@ -8,9 +8,8 @@ from pathlib import Path
 import pytest
 
 from a2a.server.store import InMemoryTaskStore, TaskStore
-from a2a.server.stores.sqlite import SQLiteTaskStore
-
 from a2a.server.stores.redis import RedisTaskStore
+from a2a.server.stores.sqlite import SQLiteTaskStore
 from tests.redis_server import redis_server
 
 STORES = ["memory", "sqlite", "redis"]

@@ -16,7 +16,9 @@ separator in them can make two keys collide.
 
 from __future__ import annotations
 
+import builtins
 import hashlib
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -80,7 +82,7 @@ class RedisTaskStore(TaskStore):
     def _index_key(self, owner: str, tenant: str) -> str:
         return f"{self.ns}:idx:{_h(owner, tenant)}"
 
-    def _record(self, fields: dict[bytes, bytes]) -> TaskRecord:
+    def _record(self, fields: Mapping[Any, Any]) -> TaskRecord:
         return TaskRecord(
             self._task_decoder.decode(fields[b"body"]),
             owner=fields[b"owner"].decode(),
@@ -115,7 +117,7 @@ class RedisTaskStore(TaskStore):
             stamp, task_id = decode_cursor(query.page_token)
             upper = f"({stamp}|{task_id}"
         filtered = bool(query.context_id or query.state or query.status_timestamp_after)
-        records: list[TaskRecord] = []
+        records: builtins.list[TaskRecord] = []
         more = False
         batch = max(query.page_size * 2, 50)
         offset = 0
@@ -134,7 +136,7 @@ class RedisTaskStore(TaskStore):
         total = await self._count(index, query) if filtered else int(await self.redis.zcard(index))
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
-    async def _load(self, members: list[bytes]) -> list[TaskRecord | None]:
+    async def _load(self, members: Sequence[bytes]) -> Sequence[TaskRecord | None]:
         pipe = self.redis.pipeline(transaction=False)
         for member in members:
             pipe.hgetall(self._task_key(member.decode().rpartition("|")[2]))
