@@ -136,10 +136,11 @@ class RedisTaskStore(TaskStore):
         total = await self._count(index, query) if filtered else int(await self.redis.zcard(index))
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
-    async def _load(self, members: Sequence[bytes]) -> Sequence[TaskRecord | None]:
+    async def _load(self, members: Sequence[bytes | str]) -> Sequence[TaskRecord | None]:
         pipe = self.redis.pipeline(transaction=False)
         for member in members:
-            pipe.hgetall(self._task_key(member.decode().rpartition("|")[2]))
+            text = member.decode() if isinstance(member, bytes) else member
+            pipe.hgetall(self._task_key(text.rpartition("|")[2]))
         return [self._record(fields) if fields else None for fields in await pipe.execute()]
 
     async def _count(self, index: str, query: TaskQuery) -> int:
@@ -151,7 +152,8 @@ class RedisTaskStore(TaskStore):
             if not members:
                 return total
             offset += len(members)
-            total += sum(1 for r in await self._load(members) if r is not None and matches(r, query))
+            loaded = await self._load(members)
+            total += len([r for r in loaded if r is not None and matches(r, query)])
 
     def _message_key(self, key: tuple[str, str, str]) -> str:
         return f"{self.ns}:msg:{_h(*key)}"
