@@ -88,7 +88,14 @@ class RetryPolicy:
         while True:
             attempt += 1
             try:
-                return await attempt_fn()
+                left = self.remaining(started)  # raises RequestTimeoutError once spent
+                if left is None:
+                    return await attempt_fn()
+                try:
+                    async with asyncio.timeout(left):
+                        return await attempt_fn()
+                except TimeoutError as exc:
+                    raise RequestTimeoutError(f"{what}: deadline of {self.deadline}s exceeded") from exc
             except Exception as exc:
                 delay = self._next_delay(exc, attempt, started)
                 if delay is None:

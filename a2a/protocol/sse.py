@@ -26,10 +26,12 @@ class SSEEvent:
 
 
 class SSEDecoder:
-    """Feed bytes as they arrive; get complete events back. Handles CRLF, CR and split chunks."""
+    """Feed bytes as they arrive; get complete events back. Handles CRLF, CR and LF line ends,
+    lines split across chunks, and refuses an event larger than ``max_event_bytes``."""
 
     def __init__(self, max_event_bytes: int = 16 * 1024 * 1024) -> None:
-        self._buffer = b""
+        self._buffer = bytearray()
+        self._skip_lf = False  # the last chunk ended in CR: a leading LF belongs to that line end
         self._data: list[str] = []
         self._event = ""
         self._id: str | None = None
@@ -39,32 +41,33 @@ class SSEDecoder:
         self.last_event_id: str | None = None
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
+        if self._skip_lf and chunk:
+            self._skip_lf = False
+            if chunk.startswith(b"\n"):
+                chunk = chunk[1:]
         self._buffer += chunk
         events: list[SSEEvent] = []
+        start = 0
+        buf = self._buffer
         while True:
-            line, found = self._take_line()
-            if not found:
+            end = _line_end(buf, start)
+            if end < 0:
                 break
+            line = bytes(buf[start:end])
+            start = end + 1
+            if buf[end] == 0x0D:  # CR: swallow the LF of a CRLF, now or in the next chunk
+                if start < len(buf):
+                    if buf[start] == 0x0A:
+                        start += 1
+                else:
+                    self._skip_lf = True
             event = self._process(line)
             if event is not None:
                 events.append(event)
-        if len(self._buffer) + self._size > self._max:
+        del buf[:start]
+        if len(buf) + self._size > self._max:
             raise ValueError(f"SSE event larger than {self._max} bytes")
         return events
-
-    def _take_line(self) -> tuple[bytes, bool]:
-        buf = self._buffer
-        for i, byte in enumerate(buf):
-            if byte == 0x0A:  # \n
-                line, self._buffer = buf[:i], buf[i + 1 :]
-                return line.rstrip(b"\r"), True
-            if byte == 0x0D:  # \r, possibly the first half of \r\n
-                if i + 1 == len(buf):
-                    return b"", False  # wait: the \n may be in the next chunk
-                skip = 2 if buf[i + 1] == 0x0A else 1
-                line, self._buffer = buf[:i], buf[i + skip :]
-                return line, True
-        return b"", False
 
     def _process(self, raw: bytes) -> SSEEvent | None:
         if not raw:
@@ -77,7 +80,9 @@ class SSEDecoder:
             value = value[1:]
         if name == "data":
             self._data.append(value)
-            self._size += len(value)
+            self._size += len(value) + 1
+            if self._size > self._max:
+                raise ValueError(f"SSE event larger than {self._max} bytes")
         elif name == "event":
             self._event = value
         elif name == "id" and "\0" not in value:
@@ -95,3 +100,10 @@ class SSEDecoder:
         event = SSEEvent("\n".join(self._data), self._event or "message", self._id, self._retry)
         self._data, self._event, self._id, self._retry, self._size = [], "", None, None, 0
         return event
+
+
+def _line_end(buf: bytearray, start: int) -> int:
+    """Index of the first CR or LF at or after ``start``, or -1."""
+    lf = buf.find(b"\n", start)
+    cr = buf.find(b"\r", start, lf if lf >= 0 else len(buf))
+    return cr if cr >= 0 else lf

@@ -58,7 +58,7 @@ class _Scheme:
     """Common part of the schemes: a name in the card, and the known secrets' digests."""
 
     name: str
-    credentials: Mapping[str, str] = field(default_factory=dict)
+    credentials: Mapping[str, str] = field(default_factory=dict, repr=False)
     env: str | None = None
     file: str | None = None
     _digests: list[tuple[bytes, str]] = field(default_factory=list, init=False, repr=False)
@@ -66,6 +66,7 @@ class _Scheme:
     def __post_init__(self) -> None:
         secrets = dict(self.credentials) or load_credentials(env=self.env, file=self.file)
         self._digests = [(_digest(secret), principal) for secret, principal in secrets.items()]
+        self.credentials = {}  # only the digests are kept
 
     @property
     def configured(self) -> bool:

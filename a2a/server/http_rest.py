@@ -123,7 +123,7 @@ class RestBinding:
 
     async def _params(self, request: web.Request, route: _Route, path_params: dict[str, str]) -> Any:
         request_type = METHODS[route.method].request_type
-        body = await read_body(request, self.max_body) if request.can_read_body else b""
+        body = await read_body(request, self.max_body) if request.body_exists else b""
         if route.body_is_request:
             params: Any = decode_as(body or b"{}", request_type)
             return msgspec.structs.replace(params, **path_params) if path_params else params
