@@ -120,6 +120,8 @@ class InvalidParamsError(ProtocolError):
 
 
 class InternalError(ProtocolError):
+    # The reference SDK's name for it; "INTERNAL" is accepted from peers too.
+    reason = "INTERNAL_ERROR"
     default_message = "Internal error"
 
 
@@ -166,12 +168,12 @@ class ExtendedAgentCardNotConfiguredError(ProtocolError):
 
 
 class ExtensionSupportRequiredError(ProtocolError):
-    code, http_status, grpc_status, reason = -32008, 400, "INVALID_ARGUMENT", "EXTENSION_SUPPORT_REQUIRED"
+    code, http_status, grpc_status, reason = -32008, 400, "FAILED_PRECONDITION", "EXTENSION_SUPPORT_REQUIRED"
     default_message = "A required extension was not requested by the client"
 
 
 class VersionNotSupportedError(ProtocolError):
-    code, http_status, grpc_status, reason = -32009, 400, "INVALID_ARGUMENT", "VERSION_NOT_SUPPORTED"
+    code, http_status, grpc_status, reason = -32009, 400, "FAILED_PRECONDITION", "VERSION_NOT_SUPPORTED"
     default_message = "Protocol version not supported: send the header A2A-Version: 1.0"
 
 
@@ -198,6 +200,7 @@ ERROR_TABLE: dict[int, type[ProtocolError]] = {
 }
 _BY_REASON: dict[str, type[ProtocolError]] = {cls.reason: cls for cls in ERROR_TABLE.values()}
 _BY_REASON[PayloadTooLargeError.reason] = PayloadTooLargeError
+_BY_REASON["INTERNAL"] = InternalError
 
 
 def error_for_code(code: int | None, message: str, data: Any = None, *, reason: str | None = None) -> ProtocolError:

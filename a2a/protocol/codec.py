@@ -6,7 +6,7 @@ from typing import Any, TypeVar
 
 import msgspec
 
-from ..errors import InvalidParamsError
+from ..errors import InvalidParamsError, ParseError
 
 __all__ = ["decode_as", "decoder_for", "encode", "to_builtins"]
 
@@ -28,12 +28,15 @@ def decoder_for(tp: type[T]) -> msgspec.json.Decoder[T]:
 
 
 def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
-    """Decode JSON into ``tp``; a schema mismatch becomes ``InvalidParamsError`` naming the field."""
+    """Decode JSON into ``tp``: malformed JSON is ``ParseError``, a schema mismatch is
+    ``InvalidParamsError`` naming the field."""
     try:
         value: T = decoder_for(tp).decode(data)
         return value
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"Invalid {what}: {exc}") from exc
+    except msgspec.DecodeError as exc:
+        raise ParseError(f"Request body is not valid JSON: {exc}") from exc
 
 
 def to_builtins(obj: Any) -> Any:

@@ -3,7 +3,7 @@
 Runs ONLY under the SDK venv (see sdk_env.py): its ``a2a`` package is the
 reference SDK, not ours. Usage::
 
-    python sdk_echo_server.py --port P
+    python sdk_echo_server.py --port P      (0, the default: any free port)
 
 Serves both bindings from one base URL, the layout the SDK itself documents
 (JSON-RPC at ``POST /``, HTTP+JSON at the root plus ``/{tenant}/...``), and
@@ -11,9 +11,15 @@ the card at ``/.well-known/agent-card.json``. Prints ``READY <base url>`` on
 stdout once listening; everything else goes to stderr.
 
 Behaviour by message text: ``stream:N`` streams N chunks into one artifact,
-``hold:S`` works for S seconds (cancellable), anything else is echoed back
-as a plain agent Message.
+``hold:S`` works for S seconds (cancellable), ``fail`` raises at once (no
+task), ``fail:working`` raises once the task is WORKING (the error then
+arrives inside a stream), anything else is echoed back as a plain agent
+Message.
 """
+
+# The `a2a` imported here is the reference SDK, which ruff takes for our first-party package
+# (and splits by which submodules happen to exist in ours): keep the SDK's imports as written.
+# ruff: noqa: I001
 
 from __future__ import annotations
 
@@ -22,6 +28,7 @@ import asyncio
 import contextlib
 import logging
 import signal
+import socket
 import sys
 import uuid
 from collections.abc import AsyncIterator
@@ -63,6 +70,11 @@ class EchoExecutor(AgentExecutor):
             await self._stream(context, event_queue, int(arg))
         elif command == "hold" and _is_number(arg):
             await self._hold(context, event_queue, float(arg))
+        elif command == "fail":
+            if arg == "working":
+                await _start_task(context, event_queue)
+            # What the SDK makes of an agent that crashes: its InternalError, on every binding.
+            raise RuntimeError("the echo agent failed on purpose")
         else:
             # No task at all: a single Message is the whole answer.
             await event_queue.enqueue_event(
@@ -173,16 +185,19 @@ def build_app(base_url: str) -> Starlette:
 
 
 async def serve(port: int) -> None:
-    base_url = f"http://127.0.0.1:{port}"
+    # Bind first, so that port 0 works: the card must name the port actually bound,
+    # and nobody can take it between choosing and listening.
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    sock.bind(("127.0.0.1", port))
+    base_url = f"http://127.0.0.1:{sock.getsockname()[1]}"
     config = uvicorn.Config(
         build_app(base_url),
-        host="127.0.0.1",
-        port=port,
         log_config=None,  # keep uvicorn's access log off stdout; root logger -> stderr
         timeout_graceful_shutdown=2,  # open SSE streams must not stall SIGTERM
     )
     server = uvicorn.Server(config)
-    task = asyncio.create_task(server.serve())  # installs SIGINT/SIGTERM handlers
+    task = asyncio.create_task(server.serve(sockets=[sock]))  # installs SIGINT/SIGTERM handlers
     while not server.started:
         if task.done():
             await task  # startup failed (e.g. port taken): surface the error
@@ -200,7 +215,7 @@ def _exit_cleanly(signum: int, frame: object) -> None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--port", type=int, required=True)
+    parser.add_argument("--port", type=int, default=0, help="port on 127.0.0.1 (default 0: any free port)")
     parser.add_argument("--debug", action="store_true", help="SDK debug logs (request bodies)")
     args = parser.parse_args()
     logging.basicConfig(

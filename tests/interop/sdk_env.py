@@ -12,6 +12,7 @@ from __future__ import annotations
 import fcntl
 import json
 import os
+import re
 import selectors
 import socket
 import subprocess
@@ -25,6 +26,11 @@ REPO_ROOT = HERE.parents[1]
 # Exact pins: interop results must not drift with new releases.
 REQUIREMENTS = ("a2a-sdk[http-server]==1.3.0", "uvicorn==0.54.0")
 MARKER_NAME = "a2a-net-sdk-requirements.txt"
+
+
+def sdk_environ() -> dict[str, str]:
+    """Our environment minus what would let OUR ``a2a`` shadow the SDK's (PYTHONPATH=. is common in CI)."""
+    return {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME", "PYTHONSTARTUP")}
 
 
 def venv_dir() -> Path:
@@ -60,7 +66,7 @@ def sdk_python() -> Path:
 
 
 def _run(cmd: list[str], what: str) -> None:
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=900, env=sdk_environ())
     if proc.returncode != 0:
         tail = "\n".join((proc.stdout + proc.stderr).splitlines()[-30:])
         raise RuntimeError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
@@ -74,31 +80,38 @@ def free_port() -> int:
         return port
 
 
-def start_sdk_server(port: int, debug: bool = False) -> subprocess.Popen[str]:
-    """Start the reference echo agent; follow with wait_ready()."""
+def start_sdk_server(port: int = 0, debug: bool = False) -> subprocess.Popen[str]:
+    """Start the reference echo agent (port 0: any free port); follow with wait_ready()."""
     cmd = [str(sdk_python()), str(HERE / "sdk_echo_server.py"), "--port", str(port)]
     if debug:
         cmd.append("--debug")
     # stderr is inherited so pytest shows the server log on failures.
-    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True)
+    return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=sdk_environ())
 
 
-def wait_ready(proc: subprocess.Popen[str], timeout: float = 30.0) -> str:
-    """Wait for the ``READY <url>`` line; return the base URL."""
+def wait_ready(
+    proc: subprocess.Popen[str], timeout: float = 30.0, pattern: str = r"^READY (\S+)", what: str = "SDK server"
+) -> str:
+    """Wait for the stdout line matching ``pattern`` (default ``READY <url>``); return its group 1.
+
+    On timeout or early exit the process is stopped and RuntimeError raised.
+    """
     assert proc.stdout is not None
+    wanted = re.compile(pattern)
     deadline = time.monotonic() + timeout
     with selectors.DefaultSelector() as sel:
         sel.register(proc.stdout, selectors.EVENT_READ)
         while (left := deadline - time.monotonic()) > 0:
             if not sel.select(left):
                 break
-            line = proc.stdout.readline()
+            line = proc.stdout.readline()  # servers print whole lines, flushed
             if not line:  # EOF: the server died before getting ready
-                raise RuntimeError(f"SDK server exited early (code {proc.wait()})")
-            if line.startswith("READY "):
-                return line.split(None, 1)[1].strip()
+                stop(proc)  # reaps it (or kills it, if it closed stdout but lingers)
+                raise RuntimeError(f"{what} exited early (code {proc.returncode})")
+            if found := wanted.search(line):
+                return found.group(1)
     stop(proc)
-    raise RuntimeError(f"SDK server not ready within {timeout}s")
+    raise RuntimeError(f"{what} not ready within {timeout}s")
 
 
 def stop(proc: subprocess.Popen[str], timeout: float = 10.0) -> None:
@@ -126,7 +139,7 @@ def run_sdk_client(
     cmd = [str(sdk_python()), str(HERE / "sdk_client.py"), "--url", url, "--binding", binding, "--scenario", scenario]
     if token:
         cmd += ["--token", token]
-    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout)
+    proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=sdk_environ())
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     if check and (proc.returncode != 0 or any("error" in line for line in lines)):
         raise AssertionError(f"sdk_client {scenario}/{binding} failed: {proc.stdout}\n{proc.stderr[-2000:]}")

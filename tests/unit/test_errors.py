@@ -55,7 +55,7 @@ def test_reasons_of_the_other_errors() -> None:
         "InvalidRequestError": "INVALID_REQUEST",
         "MethodNotFoundError": "METHOD_NOT_FOUND",
         "InvalidParamsError": "INVALID_PARAMS",
-        "InternalError": "INTERNAL",
+        "InternalError": "INTERNAL_ERROR",  # the reference SDK's reason
         "AuthenticationRequiredError": "UNAUTHENTICATED",
         "PayloadTooLargeError": "PAYLOAD_TOO_LARGE",
     }
