@@ -157,7 +157,9 @@ class Authenticator:
         raise AuthenticationRequiredError()
 
     def challenges(self) -> list[str]:
-        return [scheme.challenge() for scheme in self.schemes]
+        # A 401 must carry a challenge even when no scheme is declared (GetExtendedAgentCard
+        # always needs a caller the server knows): a generic bearer one.
+        return [scheme.challenge() for scheme in self.schemes] or ['Bearer realm="a2a"']
 
     def card_fields(self) -> tuple[dict[str, SecurityScheme] | None, list[SecurityRequirement] | None]:
         if not self.schemes:

@@ -49,11 +49,23 @@ class EventLog:
     def next_seq(self) -> int:
         return self._first_seq + len(self._events)
 
+    @property
+    def first_seq(self) -> int:
+        return self._first_seq
+
     def append(self, event: StreamResponse) -> LoggedEvent:
         logged = LoggedEvent(self.next_seq, event, encode(event))
+        self.append_logged(logged)
+        return logged
+
+    def append_logged(self, logged: LoggedEvent) -> None:
+        """Add an event numbered elsewhere; numbering must continue without a gap."""
+        if not self._events:
+            self._first_seq = logged.seq
+        elif logged.seq != self.next_seq:
+            raise ValueError(f"event seq {logged.seq} does not follow {self.next_seq - 1}")
         self._events.append(logged)
         self._wake()
-        return logged
 
     def close(self) -> None:
         """No more events will come (server shutdown, or the task is gone): readers finish."""

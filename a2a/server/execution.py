@@ -1,8 +1,8 @@
 """One execution of an agent for one message: applies what it publishes to the task.
 
 A ``Run`` owns the asyncio task that runs ``agent.execute``. Each event the agent publishes
-is applied to the task, saved to the store, then appended to the task's ``EventLog`` (so a
-reader never sees an event the store does not have). The task is *materialized* (saved,
+is applied to the task, saved to the store, then published on the ``EventBus`` (so a
+reader never sees a status the store does not have). The task is *materialized* (saved,
 announced as the first stream event) lazily, at the first task event, so an agent may answer
 with a plain message and no task; ``returnImmediately`` materializes it at once instead.
 """
@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..protocol.codec import encode
 from ..types import (
     Artifact,
     Message,
@@ -26,7 +28,8 @@ from ..types import (
     TaskStatus,
     TaskStatusUpdateEvent,
 )
-from .events import EventLog
+from .bus import EventBus
+from .events import LoggedEvent
 from .store import IdempotencyRecord, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -36,6 +39,9 @@ if TYPE_CHECKING:
 __all__ = ["Run", "now_iso"]
 
 log = logging.getLogger("a2a.server")
+
+#: Artifact chunks within this many seconds of the last save are saved with the next change.
+SAVE_INTERVAL = 0.25
 
 
 def now_iso() -> str:
@@ -58,14 +64,14 @@ class Run:
         *,
         store: TaskStore,
         record: TaskRecord,
-        log_: EventLog,
+        bus: EventBus,
         materialized: bool,
         idempotency_key: tuple[str, str, str] | None,
         idempotency: IdempotencyRecord | None,
     ) -> None:
         self.store = store
         self.record = record
-        self.log = log_
+        self.bus = bus
         self.materialized = materialized
         self._idem_key = idempotency_key
         self._idem = idempotency
@@ -78,8 +84,9 @@ class Run:
         self.cancel_requested = False
         self.shutdown = False
         self._asyncio_task: asyncio.Task[None] | None = None
-        #: Sequence number of the first event of this run in the log (for streaming readers).
-        self.first_seq = log_.next_seq
+        #: Sequence number of this run's first event (where its streaming readers start).
+        self.first_seq = record.last_seq + 1
+        self._saved_at = 0.0
 
     @property
     def task(self) -> Task:
@@ -162,10 +169,20 @@ class Run:
         await self._save_and_log(StreamResponse(task=snapshot(self.task)))
         self.started.set()
 
-    async def _save_and_log(self, event: StreamResponse) -> None:
-        self.record.last_seq = self.log.next_seq
-        await self.store.save(self.record)
-        self.log.append(event)
+    async def _save_and_log(self, event: StreamResponse, *, must_save: bool = True) -> None:
+        """Number the event, save the task (before anyone can see the event), publish it.
+
+        Artifact chunks may skip the save (``must_save=False``) when the task was saved less
+        than ``SAVE_INTERVAL`` ago: the next status change (every task ends with one) saves
+        them, and a server that dies in between marks the task FAILED on restart anyway.
+        """
+        self.record.last_seq += 1
+        logged = LoggedEvent(self.record.last_seq, event, encode(event))
+        now = time.monotonic()
+        if must_save or now - self._saved_at >= SAVE_INTERVAL:
+            await self.store.save(self.record)
+            self._saved_at = now
+        await self.bus.publish(self.task_id, logged)
 
     async def publish_status(self, state: TaskState, message: Message | None) -> None:
         async with self._lock:
@@ -193,7 +210,7 @@ class Run:
             event = TaskArtifactUpdateEvent(
                 task_id=task.id, context_id=self.context_id, artifact=artifact, append=append, last_chunk=last_chunk
             )
-            await self._save_and_log(StreamResponse(artifact_update=event))
+            await self._save_and_log(StreamResponse(artifact_update=event), must_save=False)
 
     async def publish_message(self, message: Message) -> None:
         async with self._lock:
@@ -210,7 +227,9 @@ class Run:
             if self._idem_key is not None and self._idem is not None:
                 self._idem.message = message
                 await self.store.update_message(self._idem_key, self._idem)
-            self.log.append(StreamResponse(message=message))
+            self.record.last_seq += 1
+            reply = StreamResponse(message=message)
+            await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
             self.started.set()
             self.settled.set()
 

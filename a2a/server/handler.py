@@ -8,6 +8,7 @@ Bindings decode a request into the method's typed params, call ``call`` (unary m
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import logging
 import uuid
@@ -32,8 +33,9 @@ from ..errors import (
 )
 from ..protocol.codec import encode
 from .agent import Agent
+from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
-from .events import EventLog, LoggedEvent
+from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
 
@@ -45,6 +47,12 @@ MAX_PAGE_SIZE = 100
 DEFAULT_PAGE_SIZE = 50
 #: How long a follow-up waits for an agent that asked for input to return from ``execute``.
 FOLLOW_UP_GRACE = 5.0
+#: How long CancelTask waits for another replica to stop a task before marking it itself.
+REMOTE_CANCEL_WAIT = 10.0
+#: How long a retried blocking send waits for a task running elsewhere.
+SETTLE_WAIT = 300.0
+#: The status message of tasks that were running when their server died.
+RESTART_NOTE = "Failed: the server restarted while this task was running; send the message again to retry"
 
 
 @dataclass(frozen=True, slots=True)
@@ -53,6 +61,8 @@ class CallContext:
 
     principal: str | None = None
     extensions: frozenset[str] = field(default_factory=frozenset)
+    #: The last event id the client saw (SSE ``Last-Event-ID``): resume after it.
+    last_event_id: int | None = None
 
     @property
     def owner(self) -> str:
@@ -86,11 +96,12 @@ def _accepts(accepted: list[str], offered: list[str]) -> bool:
 class RequestHandler:
     """Serves one agent. Owns the task store and the runs in flight in this process."""
 
-    def __init__(self, agent: Agent, store: TaskStore | None = None) -> None:
+    def __init__(self, agent: Agent, store: TaskStore | None = None, bus: EventBus | None = None) -> None:
         self.agent = agent
         self.store = store or InMemoryTaskStore()
+        self.bus = bus or InMemoryEventBus()
+        self.bus.on_cancel_request(self._cancel_requested)
         self._runs: dict[str, Run] = {}
-        self._logs: dict[str, EventLog] = {}
         self._reapers: set[asyncio.Task[None]] = set()
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
             "SendMessage": self.send_message,
@@ -148,7 +159,7 @@ class RequestHandler:
             )
             yield LoggedEvent(0, event, encode(event))
             return
-        async for logged in run.log.follow(run.first_seq):
+        async for logged in self.bus.follow(run.task_id, run.first_seq):
             yield logged
 
     def _answer(self, replayed: t.Task | t.Message | None, history_length: int | None) -> t.SendMessageResponse:
@@ -170,12 +181,26 @@ class RequestHandler:
         tenant = req.tenant or ""
         key = (ctx.owner, tenant, message.message_id)
         fingerprint = _fingerprint(message)
+        if message.task_id:
+            # A retried follow-up finds its outcome before the task's state is judged (the task
+            # may have finished since, which would refuse a *new* message).
+            seen = await self.store.get_message(key)
+            if seen is not None:
+                run, outcome = await self._replay(seen, fingerprint, message)
+                if run is not None or outcome is not None:
+                    return run, outcome
         existing_record = await self._task_for(message, ctx, tenant)
         task_id = existing_record.task.id if existing_record else uuid.uuid4().hex
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)
         if previous is not None:
-            return await self._replay(previous, fingerprint, message)
+            run, outcome = await self._replay(previous, fingerprint, message)
+            if run is not None or outcome is not None:
+                return run, outcome
+            # Claimed before, but its task was never saved (the server died in between): the
+            # message was never accepted, so it runs now, under the id it was given then.
+            task_id = claim.task_id = previous.task_id or task_id
+            await self.store.update_message(key, claim)
         run = self._begin(req, ctx, existing_record, task_id, key, claim)
         if materialize or existing_record is not None:
             await run.open()
@@ -196,7 +221,10 @@ class RequestHandler:
             return run, None
         record = await self.store.get(previous.task_id or "")
         if record is None:
-            raise TaskNotFoundError(f"The task for messageId {message.message_id!r} no longer exists")
+            return None, None
+        state = record.task.status.state
+        if not (state.is_terminal or state.is_interrupted):
+            record = await self._wait_settled(record)
         return None, record.task
 
     async def _task_for(self, message: t.Message, ctx: CallContext, tenant: str) -> TaskRecord | None:
@@ -239,7 +267,9 @@ class RequestHandler:
             prior = snapshot(record.task)
             message = msgspec.structs.replace(message, task_id=task_id, context_id=record.task.context_id)
             record.task.history = [*(record.task.history or []), message]
-            event_log = self._logs.get(task_id) or EventLog(first_seq=record.last_seq + 1)
+            # Accepted: the task works again (a second follow-up is now refused, and a stream of
+            # this one does not end at the old INPUT_REQUIRED state).
+            record.task.status = t.TaskStatus(state=t.TaskState.WORKING, timestamp=now_iso())
         else:
             prior = None
             context_id = message.context_id or uuid.uuid4().hex
@@ -252,12 +282,10 @@ class RequestHandler:
                 metadata=req.metadata,
             )
             record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "")
-            event_log = EventLog()
-        self._logs[task_id] = event_log
         run = Run(
             store=self.store,
             record=record,
-            log_=event_log,
+            bus=self.bus,
             materialized=False,
             idempotency_key=key,
             idempotency=claim,
@@ -271,14 +299,10 @@ class RequestHandler:
         return run
 
     async def _reap(self, run: Run) -> None:
-        """Forget a run once its agent has returned; drop the log of a finished task."""
+        """Forget a run once its agent has returned."""
         await run.wait_done()
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
-        if run.reply is not None or run.task.status.state.is_terminal:
-            event_log = self._logs.pop(run.task_id, None)
-            if event_log is not None:
-                event_log.close()
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration
@@ -308,10 +332,11 @@ class RequestHandler:
 
     async def _owned(self, task_id: str, ctx: CallContext, tenant: str | None) -> TaskRecord:
         """The task if it exists *and* belongs to the caller; anything else looks like 'not found'."""
-        record = await self.store.get(task_id)
+        run = self._runs.get(task_id)
+        # A task running here is fresher in memory than in the store (chunk saves are batched).
+        record = run.record if run is not None else await self.store.get(task_id)
         if record is None or record.owner != ctx.owner or record.tenant != (tenant or ""):
             raise TaskNotFoundError(f"Task not found: {task_id}")
-        run = self._runs.get(task_id)
         if run is not None and not run.materialized:
             raise TaskNotFoundError(f"Task not found: {task_id}")
         return record
@@ -352,40 +377,62 @@ class RequestHandler:
         run = self._runs.get(req.id)
         if run is not None:
             await run.cancel()
-        else:
-            await self._cancel_idle(record)
+            return snapshot(run.task)
+        if self.bus.shared and not record.task.status.state.is_interrupted:
+            # Another replica may be running it: ask it to stop, and wait to see the end.
+            await self.bus.request_cancel(req.id)
+            record = await self._wait_settled(record, timeout=REMOTE_CANCEL_WAIT)
+            if record.task.status.state.is_terminal:
+                return snapshot(record.task)
+        await self._cancel_idle(record)
         return snapshot(record.task)
+
+    async def _cancel_requested(self, task_id: str) -> None:
+        """Another replica asked to cancel ``task_id``: cancel it if it runs here."""
+        run = self._runs.get(task_id)
+        if run is not None:
+            await run.cancel()
+
+    async def _wait_settled(self, record: TaskRecord, timeout: float = SETTLE_WAIT) -> TaskRecord:
+        """Follow a task running elsewhere until it is terminal or interrupted (or time is up)."""
+        with contextlib.suppress(TimeoutError):
+            async with asyncio.timeout(timeout):
+                async for _ in self.bus.follow(record.task.id, record.last_seq + 1):
+                    pass
+        return await self.store.get(record.task.id) or record
 
     async def _cancel_idle(self, record: TaskRecord) -> None:
         """Cancel a task no agent code is running for (e.g. waiting for input)."""
-        event_log = self._logs.get(record.task.id) or EventLog(first_seq=record.last_seq + 1)
+        await self._end_idle(record, t.TaskState.CANCELED, None)
+
+    async def _end_idle(self, record: TaskRecord, state: t.TaskState, note: t.Message | None) -> None:
+        """Give a task no agent code is running for its final state."""
         run = Run(
-            store=self.store,
-            record=record,
-            log_=event_log,
-            materialized=True,
-            idempotency_key=None,
-            idempotency=None,
+            store=self.store, record=record, bus=self.bus, materialized=True, idempotency_key=None, idempotency=None
         )
-        await run.publish_status(t.TaskState.CANCELED, None)
-        stale = self._logs.pop(record.task.id, None)
-        if stale is not None:
-            stale.close()
+        await run.publish_status(state, note)
 
     async def subscribe(self, req: t.SubscribeToTaskRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
         record = await self._owned(req.id, ctx, req.tenant)
+        resume = ctx.last_event_id
+        if resume is not None:
+            retained = self.bus.retained_from(req.id)
+            if retained is not None and retained <= resume + 1 <= record.last_seq + 1:
+                # A reconnect: exactly the events after the last one the client saw.
+                async for logged in self.bus.follow(req.id, resume + 1):
+                    yield logged
+                return
         state = record.task.status.state
         if state.is_terminal:
             raise UnsupportedOperationError(f"Task {req.id} is {state.value}: there is nothing to subscribe to")
-        event_log = self._logs.get(req.id)
-        # Start with the current task, then everything after it. Taken in one step (no await
-        # between), so no event can slip in between the snapshot and the log position.
+        # Start with the task as it is, then every event after it. The snapshot and its seq are
+        # taken together (no await in between), so nothing can slip between them.
         first = t.StreamResponse(task=snapshot(record.task))
-        next_seq = event_log.next_seq if event_log is not None else record.last_seq + 1
+        next_seq = record.last_seq + 1
         yield LoggedEvent(next_seq - 1, first, encode(first))
-        if event_log is None or state.is_interrupted:
+        if state.is_interrupted:
             return
-        async for logged in event_log.follow(next_seq):
+        async for logged in self.bus.follow(req.id, next_seq):
             yield logged
 
     # ---- the rest ----------------------------------------------------------------------
@@ -406,10 +453,25 @@ class RequestHandler:
         """Cancel every run in this process (tasks end CANCELED) and close every stream."""
         runs = list(self._runs.values())
         await asyncio.gather(*(run.cancel(shutdown=True, wait=5.0) for run in runs), return_exceptions=True)
-        for event_log in self._logs.values():
-            event_log.close()
-        self._logs.clear()
+        await self.bus.close()
         await self.store.close()
+
+    async def recover(self) -> int:
+        """Mark FAILED the tasks a dead server left SUBMITTED or WORKING; returns how many.
+
+        Call once at start, before serving. Tasks waiting for input are left as they are: the
+        next message resumes them.
+        """
+        from .context import agent_message
+
+        count = 0
+        for record in await self.store.unfinished():
+            if record.task.id in self._runs or await self.bus.is_running_elsewhere(record.task.id):
+                continue
+            note = agent_message(RESTART_NOTE, task_id=record.task.id, context_id=record.task.context_id)
+            await self._end_idle(record, t.TaskState.FAILED, note)
+            count += 1
+        return count
 
 
 def _normalize_timestamp(value: str | None) -> str | None:

@@ -11,12 +11,17 @@ from __future__ import annotations
 import abc
 import base64
 import binascii
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from ..errors import InvalidParamsError
 from ..types import Message, Task, TaskState
 
 __all__ = ["IdempotencyRecord", "InMemoryTaskStore", "TaskPage", "TaskQuery", "TaskRecord", "TaskStore"]
+
+
+#: States in which some process should be running the task's agent.
+ACTIVE_STATES = frozenset({TaskState.SUBMITTED, TaskState.WORKING})
 
 
 @dataclass(slots=True)
@@ -115,11 +120,19 @@ class TaskStore(abc.ABC):
         """The owner's tasks matching the filters, newest status first, one cursor page."""
 
     @abc.abstractmethod
+    async def unfinished(self) -> Sequence[TaskRecord]:
+        """Every task (any owner) that is SUBMITTED or WORKING: what a restart must look at."""
+
+    @abc.abstractmethod
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         """Atomically store ``record`` under ``(owner, tenant, messageId)`` unless one exists.
 
         Returns ``None`` when this call claimed the id, or the existing record otherwise.
         """
+
+    @abc.abstractmethod
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        """The idempotency record for ``(owner, tenant, messageId)``, if any."""
 
     @abc.abstractmethod
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
@@ -146,6 +159,9 @@ class InMemoryTaskStore(TaskStore):
     async def list(self, query: TaskQuery) -> TaskPage:
         return paginate([r for r in self._tasks.values() if matches(r, query)], query)
 
+    async def unfinished(self) -> Sequence[TaskRecord]:
+        return [r for r in self._tasks.values() if r.task.status.state in ACTIVE_STATES]
+
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         existing = self._messages.get(key)
         if existing is not None:
@@ -155,6 +171,9 @@ class InMemoryTaskStore(TaskStore):
             del self._messages[next(iter(self._messages))]
         self._messages[key] = record
         return None
+
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        return self._messages.get(key)
 
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         self._messages[key] = record

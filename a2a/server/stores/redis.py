@@ -27,6 +27,7 @@ import redis.asyncio as aioredis
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
 from ..store import (
+    ACTIVE_STATES,
     IdempotencyRecord,
     TaskPage,
     TaskQuery,
@@ -155,17 +156,34 @@ class RedisTaskStore(TaskStore):
             loaded = await self._load(members)
             total += len([r for r in loaded if r is not None and matches(r, query)])
 
+    async def unfinished(self) -> Sequence[TaskRecord]:
+        """Scans the namespace's task hashes (SCAN, not KEYS, so Redis is never blocked)."""
+        active = {state.value.encode() for state in ACTIVE_STATES}
+        found: builtins.list[TaskRecord] = []
+        async for key in self.redis.scan_iter(match=f"{self.ns}:task:*", count=500):
+            state = await self.redis.hget(key, "state")
+            if state in active:
+                fields = await self.redis.hgetall(key)
+                if fields:
+                    found.append(self._record(fields))
+        return found
+
     def _message_key(self, key: tuple[str, str, str]) -> str:
         return f"{self.ns}:msg:{_h(*key)}"
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         value = encode(_Idem(record.fingerprint, record.task_id, record.message))
-        redis_key = self._message_key(key)
-        if await self.redis.set(redis_key, value, nx=True, ex=self.idempotency_ttl):
+        if await self.redis.set(self._message_key(key), value, nx=True, ex=self.idempotency_ttl):
             return None
-        raw: Any = await self.redis.get(redis_key)
-        if raw is None:  # expired in between: claim again
+        found = await self.get_message(key)
+        if found is None:  # expired in between: claim again
             return await self.claim_message(key, record)
+        return found
+
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        raw: Any = await self.redis.get(self._message_key(key))
+        if raw is None:
+            return None
         found = self._idem_decoder.decode(raw)
         return IdempotencyRecord(found.fingerprint, found.task_id, found.message)
 

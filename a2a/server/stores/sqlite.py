@@ -13,14 +13,23 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
-from ..store import IdempotencyRecord, TaskPage, TaskQuery, TaskRecord, TaskStore, decode_cursor, encode_cursor
+from ..store import (
+    ACTIVE_STATES,
+    IdempotencyRecord,
+    TaskPage,
+    TaskQuery,
+    TaskRecord,
+    TaskStore,
+    decode_cursor,
+    encode_cursor,
+)
 
 __all__ = ["SQLiteTaskStore"]
 
@@ -152,22 +161,38 @@ class SQLiteTaskStore(TaskStore):
         more = len(rows) > query.page_size
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
+    async def unfinished(self) -> Sequence[TaskRecord]:
+        states = tuple(state.value for state in ACTIVE_STATES)
+
+        def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE state IN (?, ?)"
+            rows: list[tuple[Any, ...]] = conn.execute(sql, states).fetchall()
+            return rows
+
+        return [self._record(row) for row in await self._run(query)]
+
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        def claim(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+        def claim(conn: sqlite3.Connection) -> bool:
             cursor = conn.execute(
                 "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id) "
                 "VALUES (?, ?, ?, ?, ?)",
                 (*key, record.fingerprint, record.task_id),
             )
-            if cursor.rowcount == 1:
-                return None
-            row: tuple[Any, ...] = conn.execute(
+            return cursor.rowcount == 1
+
+        if await self._run(claim):
+            return None
+        return await self.get_message(key)
+
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row: tuple[Any, ...] | None = conn.execute(
                 "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
                 key,
             ).fetchone()
             return row
 
-        row = await self._run(claim)
+        row = await self._run(read)
         if row is None:
             return None
         fingerprint, task_id, message = row

@@ -1,0 +1,120 @@
+"""Where a task's stream events go, so that every reader of the task gets them.
+
+An ``EventBus`` carries each task's events in order, numbered by the task's sequence (the SSE
+``id``), to any number of followers, and keeps them for a while after the task ends so that a
+client that lost its connection can resume (``follow(task_id, from_seq)``) with no gap and no
+duplicate. ``InMemoryEventBus`` serves one process; ``RedisEventBus`` (in ``stores/redis_bus``)
+lets several replicas share streams, and carries cancel requests between them.
+"""
+
+from __future__ import annotations
+
+import abc
+import time
+from collections import OrderedDict
+from collections.abc import AsyncIterator, Awaitable, Callable
+
+from ..types import UnsetType
+from .events import EventLog, LoggedEvent, ends_stream
+
+__all__ = ["DEFAULT_RETENTION_SECONDS", "EventBus", "InMemoryEventBus"]
+
+#: How long the events of a finished task stay available for resuming.
+DEFAULT_RETENTION_SECONDS = 300.0
+
+CancelHandler = Callable[[str], Awaitable[None]]
+
+
+class EventBus(abc.ABC):
+    #: True when several processes share this bus (another replica may run a task).
+    shared: bool = False
+
+    async def is_running_elsewhere(self, task_id: str) -> bool:
+        """Whether another live process runs ``task_id`` (never, for a one-process bus)."""
+        return False
+
+    @abc.abstractmethod
+    async def publish(self, task_id: str, logged: LoggedEvent) -> None:
+        """Append one event (its ``seq`` is one more than the last) and wake the followers."""
+
+    @abc.abstractmethod
+    def follow(self, task_id: str, from_seq: int) -> AsyncIterator[LoggedEvent]:
+        """Events with ``seq >= from_seq`` (retained ones first, then live ones) until one ends
+        the stream (terminal or interrupted state, or a message)."""
+
+    @abc.abstractmethod
+    def retained_from(self, task_id: str) -> int | None:
+        """The lowest seq still available for a task (``None``: nothing retained here)."""
+
+    async def request_cancel(self, task_id: str) -> None:  # noqa: B027 - one process: nothing to tell
+        """Ask whichever process runs ``task_id`` to cancel it."""
+
+    def on_cancel_request(self, handler: CancelHandler) -> None:  # noqa: B027
+        """Register what to do when another process asks to cancel a task."""
+
+    async def start(self) -> None:  # noqa: B027
+        """Start background work (listeners)."""
+
+    async def close(self) -> None:  # noqa: B027
+        """Stop background work; followers finish."""
+
+
+class InMemoryEventBus(EventBus):
+    """One process: an ``EventLog`` per task, kept ``retention`` seconds after the task ends
+    (and at most ``max_finished`` finished logs, oldest dropped first)."""
+
+    def __init__(self, *, retention: float = DEFAULT_RETENTION_SECONDS, max_finished: int = 10_000) -> None:
+        self.retention = retention
+        self.max_finished = max_finished
+        self._logs: dict[str, EventLog] = {}
+        self._finished: OrderedDict[str, float] = OrderedDict()
+
+    def _log(self, task_id: str, first_seq: int) -> EventLog:
+        event_log = self._logs.get(task_id)
+        if event_log is None:
+            event_log = self._logs[task_id] = EventLog(first_seq=first_seq)
+        return event_log
+
+    async def publish(self, task_id: str, logged: LoggedEvent) -> None:
+        self._log(task_id, logged.seq).append_logged(logged)
+        if ends_stream(logged.event) and _is_final(logged):
+            self._finished[task_id] = time.monotonic() + self.retention
+            self._finished.move_to_end(task_id)
+        self._expire()
+
+    def _expire(self) -> None:
+        now = time.monotonic()
+        while self._finished:
+            task_id, deadline = next(iter(self._finished.items()))
+            if deadline > now and len(self._finished) <= self.max_finished:
+                break
+            del self._finished[task_id]
+            event_log = self._logs.pop(task_id, None)
+            if event_log is not None:
+                event_log.close()
+
+    def retained_from(self, task_id: str) -> int | None:
+        event_log = self._logs.get(task_id)
+        return None if event_log is None else event_log.first_seq
+
+    async def follow(self, task_id: str, from_seq: int) -> AsyncIterator[LoggedEvent]:
+        async for logged in self._log(task_id, from_seq).follow(from_seq):
+            yield logged
+
+    async def close(self) -> None:
+        for event_log in self._logs.values():
+            event_log.close()
+        self._logs.clear()
+        self._finished.clear()
+
+
+def _is_final(logged: LoggedEvent) -> bool:
+    """Terminal (not merely interrupted): the task will publish nothing more."""
+    event = logged.event
+    if not isinstance(event.message, UnsetType):
+        return True
+    if not isinstance(event.status_update, UnsetType):
+        return event.status_update.status.state.is_terminal
+    if not isinstance(event.task, UnsetType):
+        return event.task.status.state.is_terminal
+    return False
