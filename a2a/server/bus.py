@@ -15,9 +15,9 @@ from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable, Callable
 
 from ..types import UnsetType
-from .events import EventLog, LoggedEvent, ends_stream
+from .events import EventLog, LoggedEvent
 
-__all__ = ["DEFAULT_RETENTION_SECONDS", "EventBus", "InMemoryEventBus"]
+__all__ = ["DEFAULT_RETENTION_SECONDS", "CancelHandler", "EventBus", "InMemoryEventBus", "is_final"]
 
 #: How long the events of a finished task stay available for resuming.
 DEFAULT_RETENTION_SECONDS = 300.0
@@ -43,8 +43,14 @@ class EventBus(abc.ABC):
         the stream (terminal or interrupted state, or a message)."""
 
     @abc.abstractmethod
-    def retained_from(self, task_id: str) -> int | None:
-        """The lowest seq still available for a task (``None``: nothing retained here)."""
+    async def retained_from(self, task_id: str) -> int | None:
+        """The lowest seq still available for a task (``None``: nothing retained)."""
+
+    async def run_started(self, task_id: str) -> None:  # noqa: B027 - one process: nothing to tell
+        """This process now runs ``task_id`` (shared buses take a lease on it)."""
+
+    async def run_finished(self, task_id: str) -> None:  # noqa: B027
+        """This process no longer runs ``task_id``."""
 
     async def request_cancel(self, task_id: str) -> None:  # noqa: B027 - one process: nothing to tell
         """Ask whichever process runs ``task_id`` to cancel it."""
@@ -77,7 +83,7 @@ class InMemoryEventBus(EventBus):
 
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
         self._log(task_id, logged.seq).append_logged(logged)
-        if ends_stream(logged.event) and _is_final(logged):
+        if is_final(logged):
             self._finished[task_id] = time.monotonic() + self.retention
             self._finished.move_to_end(task_id)
         self._expire()
@@ -93,7 +99,7 @@ class InMemoryEventBus(EventBus):
             if event_log is not None:
                 event_log.close()
 
-    def retained_from(self, task_id: str) -> int | None:
+    async def retained_from(self, task_id: str) -> int | None:
         event_log = self._logs.get(task_id)
         return None if event_log is None else event_log.first_seq
 
@@ -108,7 +114,7 @@ class InMemoryEventBus(EventBus):
         self._finished.clear()
 
 
-def _is_final(logged: LoggedEvent) -> bool:
+def is_final(logged: LoggedEvent) -> bool:
     """Terminal (not merely interrupted): the task will publish nothing more."""
     event = logged.event
     if not isinstance(event.message, UnsetType):

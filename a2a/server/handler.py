@@ -246,9 +246,11 @@ class RequestHandler:
         if run is not None and task.status.state.is_interrupted:
             # The agent asked for input and is returning; give it a moment to finish.
             await asyncio.wait([asyncio.ensure_future(run.wait_done())], timeout=FOLLOW_UP_GRACE)
-        if run is not None and not run.done:
+        if (run is not None and not run.done) or not task.status.state.is_interrupted:
+            # Judged again after the wait: the task may have moved on meanwhile.
+            state = task.status.state
             raise UnsupportedOperationError(
-                f"Task {task.id} is still working; send a follow-up only when it asks for input"
+                f"Task {task.id} is {state.value}: send a follow-up only when it asks for input"
             )
         return record
 
@@ -299,10 +301,16 @@ class RequestHandler:
         return run
 
     async def _reap(self, run: Run) -> None:
-        """Forget a run once its agent has returned."""
+        """Hold the run's lease while it runs; forget the run once its agent has returned."""
+        try:
+            await self.bus.run_started(run.task_id)
+        except Exception:
+            log.exception("could not take the lease of task %s", run.task_id)
         await run.wait_done()
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
+            with contextlib.suppress(Exception):
+                await self.bus.run_finished(run.task_id)
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration
@@ -416,7 +424,7 @@ class RequestHandler:
         record = await self._owned(req.id, ctx, req.tenant)
         resume = ctx.last_event_id
         if resume is not None:
-            retained = self.bus.retained_from(req.id)
+            retained = await self.bus.retained_from(req.id)
             if retained is not None and retained <= resume + 1 <= record.last_seq + 1:
                 # A reconnect: exactly the events after the last one the client saw.
                 async for logged in self.bus.follow(req.id, resume + 1):

@@ -1,0 +1,137 @@
+"""Capabilities are enforced: push notifications, streaming and the extended agent card."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2a import A2AClient, Agent, BearerAuth, BearerToken
+from a2a.errors import ProtocolError
+from a2a.types import AgentCapabilities, AgentCard
+
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import Raw, bounded, expect_error, load_module, send_params, user_message
+
+PUSH_CONFIG = {"url": "https://example.com/webhook", "token": "t"}
+
+PUSH_CALLS = [
+    ("CreateTaskPushNotificationConfig", {"taskId": "some-task", **PUSH_CONFIG}),
+    ("GetTaskPushNotificationConfig", {"taskId": "some-task", "id": "cfg-1"}),
+    ("ListTaskPushNotificationConfigs", {"taskId": "some-task"}),
+    ("DeleteTaskPushNotificationConfig", {"taskId": "some-task", "id": "cfg-1"}),
+]
+
+
+def _echo(*, extended: AgentCard | None = None, declare: bool = False, streaming: bool = True) -> Agent:
+    agent: Agent = load_module("echo_agent.py").agent
+    agent.extended_card = extended
+    agent.declare_extended_card = declare
+    agent.streaming = streaming
+    return agent
+
+
+async def test_card_says_push_is_off(client: A2AClient) -> None:
+    card = await client.get_card()
+    assert card.capabilities.push_notifications is False
+
+
+@pytest.mark.parametrize(("method", "params"), PUSH_CALLS, ids=[name for name, _ in PUSH_CALLS])
+async def test_push_config_operations_are_not_supported(raw: Raw, method: str, params: dict[str, object]) -> None:
+    expect_error(await raw.call(method, params), -32003)
+
+
+async def test_push_config_on_a_real_task_is_not_supported(raw: Raw) -> None:
+    task = (await raw.call("SendMessage", send_params("stream:1"))).result["task"]
+    expect_error(await raw.call("CreateTaskPushNotificationConfig", {"taskId": task["id"], **PUSH_CONFIG}), -32003)
+
+
+async def test_push_config_inside_send_message_is_not_supported(raw: Raw) -> None:
+    params = send_params("stream:1", configuration={"taskPushNotificationConfig": PUSH_CONFIG})
+    expect_error(await raw.call("SendMessage", params), -32003)
+
+
+async def test_streaming_off_refuses_both_streaming_operations(serve: StartServer, open_raw: OpenRaw) -> None:
+    server = await serve(_echo(streaming=False))
+    raw = open_raw(server)
+    async with raw.stream("SendStreamingMessage", send_params("stream:1")) as stream:
+        expect_error(await stream.outcome(), -32004)
+    task = (await raw.call("SendMessage", send_params("stream:1"))).result["task"]
+    async with raw.stream("SubscribeToTask", {"id": task["id"]}) as stream:
+        expect_error(await stream.outcome(), -32004)
+    await raw.ok()
+
+
+# ---- GetExtendedAgentCard ------------------------------------------------------------------
+
+
+async def test_extended_card_capability_off_is_unsupported(raw: Raw, client: A2AClient) -> None:
+    assert (await client.get_card()).capabilities.extended_agent_card is False
+    expect_error(await raw.call("GetExtendedAgentCard"), -32004)
+
+
+async def test_extended_card_capability_off_is_unsupported_even_when_authenticated(
+    serve: StartServer, open_raw: OpenRaw
+) -> None:
+    server = await serve(_echo(), auth=[BearerAuth(credentials={"tok": "alice"})])
+    outcome = await open_raw(server).call("GetExtendedAgentCard", headers={"Authorization": "Bearer tok"})
+    expect_error(outcome, -32004)
+
+
+async def test_extended_card_declared_but_not_configured(serve: StartServer, open_raw: OpenRaw) -> None:
+    server = await serve(_echo(declare=True), auth=[BearerAuth(credentials={"tok": "alice"})])
+    raw = open_raw(server)
+    card = (await raw.http.get(f"{server.url}/.well-known/agent-card.json")).json()
+    assert card["capabilities"]["extendedAgentCard"] is True
+    outcome = await raw.call("GetExtendedAgentCard", headers={"Authorization": "Bearer tok"})
+    expect_error(outcome, -32007)
+
+
+async def test_extended_card_is_returned_to_an_authenticated_caller(
+    serve: StartServer, open_client: OpenClient
+) -> None:
+    extended = AgentCard(
+        name="Echo (extended)",
+        description="More skills for known callers",
+        version="1.0.0",
+        supported_interfaces=[],
+        capabilities=AgentCapabilities(),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[],
+    )
+    server = await serve(_echo(extended=extended), auth=[BearerAuth(credentials={"tok": "alice"})])
+    client = await open_client(server, credentials=BearerToken("tok"))
+    got = await bounded(client.get_extended_card())
+    assert got.name == "Echo (extended)"
+
+
+async def test_extended_card_needs_authentication(serve: StartServer, open_raw: OpenRaw) -> None:
+    server = await serve(_echo(declare=True), auth=[BearerAuth(credentials={"tok": "alice"})])
+    outcome = await open_raw(server).call("GetExtendedAgentCard")
+    expect_error(outcome, -32000, http_status=401)
+    assert outcome.headers.get("WWW-Authenticate", "").startswith("Bearer")
+
+
+async def test_extended_card_without_any_auth_scheme_is_401_with_a_challenge(
+    serve: StartServer, open_raw: OpenRaw
+) -> None:
+    # The card declares the extended card, but the server has no way to authenticate anyone.
+    # Refusing that configuration is fine; serving it, a 401 must name a challenge (RFC 9110
+    # §15.5.2: "MUST send a WWW-Authenticate header field containing at least one challenge").
+    try:
+        server = await serve(_echo(declare=True))
+    except ValueError:
+        return
+    outcome = await open_raw(server).call("GetExtendedAgentCard")
+    expect_error(outcome, -32000, http_status=401)
+    assert outcome.headers.get("WWW-Authenticate", "").strip(), "a 401 without a WWW-Authenticate challenge"
+
+
+async def test_client_raises_the_capability_errors(client: A2AClient) -> None:
+    with pytest.raises(ProtocolError) as caught:
+        await client.get_extended_card()
+    assert caught.value.code == -32004
+
+
+async def test_unsupported_output_mode_is_content_type_not_supported(raw: Raw) -> None:
+    params = {"message": user_message("hi"), "configuration": {"acceptedOutputModes": ["image/png"]}}
+    expect_error(await raw.call("SendMessage", params), -32005)

@@ -1,0 +1,108 @@
+"""Failures: an agent that raises fails its task; a server fault is a generic -32603, and serving goes on."""
+
+from __future__ import annotations
+
+import pytest
+
+from a2a import A2AServer, Agent, RequestContext
+
+from .conftest import OpenRaw, StartServer
+from .helpers import TRACEBACK_MARKERS, Raw, expect_error, send_params, text_of
+
+SECRET = "s3cr3t-internal-detail"
+
+
+def _raising_agent() -> Agent:
+    async def handler(ctx: RequestContext) -> None:
+        await ctx.working("about to fail")
+        raise ValueError("the widget broke: part 7 is missing")
+
+    return Agent("Raiser", description="Always fails", handler=handler)
+
+
+@pytest.fixture
+async def raiser(serve: StartServer, open_raw: OpenRaw) -> Raw:
+    return open_raw(await serve(_raising_agent()))
+
+
+def _no_traceback(text: str) -> None:
+    for marker in TRACEBACK_MARKERS:
+        assert marker not in text, f"traceback text {marker!r} leaked to the caller: {text[:300]}"
+
+
+async def test_agent_exception_fails_the_task_with_its_text(raiser: Raw) -> None:
+    outcome = await raiser.call("SendMessage", send_params("go"))
+    task = outcome.result["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    message = task["status"]["message"]
+    assert message["role"] == "ROLE_AGENT"
+    assert text_of(message) == "the widget broke: part 7 is missing"
+    _no_traceback(outcome.body.decode())
+    stored = await raiser.call("GetTask", {"id": task["id"]})
+    assert stored.result["status"]["state"] == "TASK_STATE_FAILED"
+    _no_traceback(stored.body.decode())
+
+
+async def test_agent_exception_ends_the_stream_with_failed(raiser: Raw) -> None:
+    async with raiser.stream("SendStreamingMessage", send_params("go")) as stream:
+        events = [await stream.next(), *await stream.rest()]
+    assert events[-1].state == "TASK_STATE_FAILED"
+    assert text_of(events[-1].payload["statusUpdate"]["status"]["message"]) == "the widget broke: part 7 is missing"
+    for event in events:
+        _no_traceback(str(event.data))
+
+
+async def test_echo_agent_bad_input_fails_only_that_task(raw: Raw) -> None:
+    task = (await raw.call("SendMessage", send_params("hold:forever"))).result["task"]
+    assert task["status"]["state"] == "TASK_STATE_FAILED"
+    assert "forever" in text_of(task["status"]["message"])
+    await raw.echo_ok()
+
+
+@pytest.mark.parametrize("method", ["GetTask", "CancelTask"])
+async def test_server_fault_is_a_generic_internal_error(
+    echo_server: A2AServer, raw: Raw, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    task_id = (await raw.call("SendMessage", send_params("stream:1"))).result["task"]["id"]
+
+    async def broken_get(_task_id: str) -> None:
+        raise RuntimeError(SECRET)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(echo_server.handler.store, "get", broken_get)
+        outcome = await raw.call(method, {"id": task_id})
+    message = expect_error(outcome, -32603, http_status=None if raw.binding == "JSONRPC" else 500)
+    assert message == "Internal error"
+    assert SECRET not in outcome.body.decode()
+    _no_traceback(outcome.body.decode())
+    # The fault was one request's; the server goes on serving.
+    assert (await raw.call("GetTask", {"id": task_id})).result["id"] == task_id
+    await raw.echo_ok()
+
+
+async def test_server_fault_while_listing(echo_server: A2AServer, raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken_list(_query: object) -> None:
+        raise OSError(SECRET)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(echo_server.handler.store, "list", broken_list)
+        outcome = await raw.call("ListTasks", {})
+    expect_error(outcome, -32603)
+    assert SECRET not in outcome.body.decode()
+    await raw.ok()
+
+
+async def test_server_fault_while_sending(echo_server: A2AServer, raw: Raw, monkeypatch: pytest.MonkeyPatch) -> None:
+    async def broken_claim(_key: object, _record: object) -> None:
+        raise RuntimeError(SECRET)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(echo_server.handler.store, "claim_message", broken_claim)
+        outcome = await raw.call("SendMessage", send_params("hello"))
+        async with raw.stream("SendStreamingMessage", send_params("stream:1")) as stream:
+            assert not stream.is_sse
+            streamed = await stream.outcome()
+    for result in (outcome, streamed):
+        assert expect_error(result, -32603) == "Internal error"
+        assert SECRET not in result.body.decode()
+    await raw.echo_ok()

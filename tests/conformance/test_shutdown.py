@@ -1,0 +1,80 @@
+"""Graceful shutdown: running tasks end CANCELED, open streams end, nothing is left hanging."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from a2a import A2AServer, ServerConfig
+from a2a.server import InMemoryTaskStore
+from a2a.server.store import TaskQuery
+from a2a.types import TaskState
+
+from .conftest import OpenRaw, StartServer
+from .helpers import Gate, RawEvent, bounded, gated_agent, load_module, send_params, wait_until
+
+
+async def _store_state(store: InMemoryTaskStore, task_id: str) -> TaskState | None:
+    record = await store.get(task_id)
+    return None if record is None else record.task.status.state
+
+
+@pytest.mark.parametrize("how", ["send-stream", "subscribe"])
+async def test_stop_cancels_running_task_and_ends_its_stream(serve: StartServer, open_raw: OpenRaw, how: str) -> None:
+    store = InMemoryTaskStore()
+    server = await serve(load_module("echo_agent.py").agent, store=store, config=ServerConfig(shutdown_timeout=5))
+    raw = open_raw(server)
+    if how == "send-stream":
+        opened = raw.stream("SendStreamingMessage", send_params("hold:30"))
+    else:
+        params = send_params("hold:30", configuration={"returnImmediately": True})
+        task_id = (await raw.call("SendMessage", params)).result["task"]["id"]
+        opened = raw.stream("SubscribeToTask", {"id": task_id})
+    async with opened as stream:
+        first = await stream.next()
+        task_id = first.payload["task"]["id"]
+        events: list[RawEvent] = [first]
+        while events[-1].state != "TASK_STATE_WORKING":  # the agent is inside its 30 s wait
+            events.append(await stream.next())
+        stopping = asyncio.create_task(server.stop())
+        events += await stream.rest()  # fails unless the server ends the stream in time
+        await bounded(stopping)
+    assert await _store_state(store, task_id) == TaskState.CANCELED
+    assert events[-1].state == "TASK_STATE_CANCELED", "the stream tells its reader how the task ended"
+
+
+async def test_stop_cancels_tasks_nobody_watches(serve: StartServer, open_raw: OpenRaw, gate: Gate) -> None:
+    store = InMemoryTaskStore()
+    server = await serve(gated_agent(gate), store=store)
+    raw = open_raw(server)
+    ids = []
+    for i in range(3):
+        params = send_params(f"wait {i}", configuration={"returnImmediately": True})
+        ids.append((await raw.call("SendMessage", params)).result["task"]["id"])
+    await bounded(gate.entered.wait())
+    await bounded(server.stop())
+    assert gate.executions == 3
+    for task_id in ids:
+        assert await _store_state(store, task_id) == TaskState.CANCELED
+
+
+async def test_stop_with_a_blocking_send_in_flight_answers_it(serve: StartServer, open_raw: OpenRaw) -> None:
+    store = InMemoryTaskStore()
+    server: A2AServer = await serve(load_module("echo_agent.py").agent, store=store)
+    raw = open_raw(server)
+    sending = asyncio.create_task(raw.call("SendMessage", send_params("hold:30")))
+
+    async def running() -> list[str]:
+        page = await store.list(TaskQuery(owner="", tenant=""))
+        return [r.task.id for r in page.records if r.task.status.state == TaskState.WORKING]
+
+    async def has_running() -> bool:
+        return bool(await running())
+
+    await wait_until(has_running, what="the hold task to be WORKING")
+    [task_id] = await running()
+    await bounded(server.stop())
+    outcome = await bounded(sending)
+    assert outcome.result["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+    assert await _store_state(store, task_id) == TaskState.CANCELED

@@ -1,0 +1,158 @@
+"""Streams: many subscribers per task, event ids, where a stream ends, and disconnects."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+
+import pytest
+
+from a2a import A2AServer
+from a2a.types import Task, TaskState
+
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import Gate, Raw, RawEvent, bounded, collect, gated_agent, send_params, task_state, wait_until
+
+CHUNKS = 20
+
+
+@pytest.fixture
+async def gated_server(serve: StartServer, gate: Gate) -> A2AServer:
+    return await serve(gated_agent(gate, chunks=CHUNKS))
+
+
+@pytest.fixture
+def gated_raw(gated_server: A2AServer, open_raw: OpenRaw) -> Raw:
+    return open_raw(gated_server)
+
+
+def _ids(events: list[RawEvent]) -> list[int]:
+    assert all(e.id is not None for e in events), "every stream event carries an SSE id"
+    return [int(e.id or "") for e in events]
+
+
+def _assert_increasing(ids: list[int]) -> None:
+    assert all(a < b for a, b in itertools.pairwise(ids)), f"SSE ids do not strictly increase: {ids}"
+
+
+async def test_several_subscribers_each_get_every_event_in_order(gated_raw: Raw, gate: Gate) -> None:
+    async with contextlib.AsyncExitStack() as stack:
+        origin = await stack.enter_async_context(gated_raw.stream("SendStreamingMessage", send_params("go")))
+        origin_events = [await origin.next()]
+        task_id = origin_events[0].payload["task"]["id"]
+        await bounded(gate.entered.wait())
+        subscribers = [
+            await stack.enter_async_context(gated_raw.stream("SubscribeToTask", {"id": task_id})) for _ in range(3)
+        ]
+        firsts = [await s.next() for s in subscribers]
+        for first in firsts:
+            assert first.payload["task"]["id"] == task_id
+            assert first.state == "TASK_STATE_WORKING"
+        gate.release.set()
+        rests = await bounded(asyncio.gather(*(s.rest() for s in subscribers)))
+        origin_events += await origin.rest()
+
+    expected = [("artifactUpdate", f"part {i}") for i in range(CHUNKS)] + [("statusUpdate", "TASK_STATE_COMPLETED")]
+    for rest in rests:
+        assert [_summary(e) for e in rest] == expected
+    # Every subscriber saw the very same events: same payloads, same ids, same order.
+    assert all([(e.id, e.payload) for e in rest] == [(e.id, e.payload) for e in rests[0]] for rest in rests)
+    # The stream that created the task saw them too, after its own earlier events.
+    assert [(e.id, e.payload) for e in origin_events[-len(expected) :]] == [(e.id, e.payload) for e in rests[0]]
+    for events in [origin_events, *([first, *rest] for first, rest in zip(firsts, rests, strict=True))]:
+        _assert_increasing(_ids(events))
+
+
+def _summary(event: RawEvent) -> tuple[str, str]:
+    payload = event.payload
+    if "artifactUpdate" in payload:
+        return "artifactUpdate", payload["artifactUpdate"]["artifact"]["parts"][0]["text"]
+    if "statusUpdate" in payload:
+        return "statusUpdate", payload["statusUpdate"]["status"]["state"]
+    return next(iter(payload)), ""
+
+
+async def test_sse_ids_strictly_increase_on_a_send_stream(raw: Raw) -> None:
+    async with raw.stream("SendStreamingMessage", send_params("stream:10")) as stream:
+        events = [await stream.next(), *await stream.rest()]
+    assert len(events) == 1 + 10 + 1
+    _assert_increasing(_ids(events))
+
+
+async def test_stream_closes_after_a_terminal_state(raw: Raw) -> None:
+    async with raw.stream("SendStreamingMessage", send_params("stream:2")) as stream:
+        events = [await stream.next(), *await stream.rest()]  # rest() fails unless the server ends it
+    assert events[-1].state == "TASK_STATE_COMPLETED"
+    assert sum(1 for e in events if e.state == "TASK_STATE_COMPLETED") == 1, "nothing follows the terminal state"
+
+
+async def test_stream_closes_after_input_required(greeter_server: A2AServer, open_raw: OpenRaw) -> None:
+    raw = open_raw(greeter_server)
+    async with raw.stream("SendStreamingMessage", send_params("hi")) as stream:
+        events = [await stream.next(), *await stream.rest()]
+    assert events[-1].state == "TASK_STATE_INPUT_REQUIRED"
+    task_id = events[0].payload["task"]["id"]
+    # The stream ended, the task did not: it waits for the answer.
+    assert await task_state(greeter_server, task_id) == TaskState.INPUT_REQUIRED
+
+
+async def test_subscribe_to_a_task_waiting_for_input_is_the_task_then_the_end(
+    greeter_server: A2AServer, open_raw: OpenRaw
+) -> None:
+    raw = open_raw(greeter_server)
+    task = (await raw.call("SendMessage", send_params("hi"))).result["task"]
+    async with raw.stream("SubscribeToTask", {"id": task["id"]}) as stream:
+        events = [await stream.next(), *await stream.rest()]
+    assert len(events) == 1
+    assert events[0].state == "TASK_STATE_INPUT_REQUIRED"
+
+
+async def test_disconnecting_one_subscriber_affects_no_other(
+    gated_raw: Raw, gated_server: A2AServer, gate: Gate
+) -> None:
+    task = (await gated_raw.call("SendMessage", send_params("go", configuration={"returnImmediately": True}))).result
+    task_id = task["task"]["id"]
+    await bounded(gate.entered.wait())
+    async with gated_raw.stream("SubscribeToTask", {"id": task_id}) as stayer:
+        await stayer.next()
+        async with gated_raw.stream("SubscribeToTask", {"id": task_id}) as leaver:
+            await leaver.next()
+        # The leaver has hung up; the agent now publishes into its closed connection too.
+        gate.release.set()
+        events = await stayer.rest()
+    assert len(events) == CHUNKS + 1
+    assert events[-1].state == "TASK_STATE_COMPLETED"
+    assert await task_state(gated_server, task_id) == TaskState.COMPLETED
+    await gated_raw.ok()
+
+
+async def test_the_creating_stream_hanging_up_does_not_cancel_the_task(
+    gated_raw: Raw, gated_server: A2AServer, gate: Gate
+) -> None:
+    async with gated_raw.stream("SendStreamingMessage", send_params("go")) as origin:
+        task_id = (await origin.next()).payload["task"]["id"]
+        await bounded(gate.entered.wait())
+    gate.release.set()
+
+    async def completed() -> bool:
+        return await task_state(gated_server, task_id) == TaskState.COMPLETED
+
+    await wait_until(completed, what="the task to complete after its stream hung up")
+    stored = (await gated_raw.call("GetTask", {"id": task_id})).result
+    assert len(stored["artifacts"][0]["parts"]) == CHUNKS
+
+
+async def test_client_subscribers_agree(gated_server: A2AServer, open_client: OpenClient, gate: Gate) -> None:
+    client_a = await open_client(gated_server)
+    client_b = await open_client(gated_server)
+    task = await client_a.send("go", return_immediately=True)
+    assert isinstance(task, Task)
+    await bounded(gate.entered.wait())
+    stream_a, stream_b = client_a.subscribe(task.id), client_b.subscribe(task.id)
+    await bounded(anext(stream_a))
+    await bounded(anext(stream_b))
+    gate.release.set()
+    events_a, events_b = await bounded(asyncio.gather(collect(stream_a), collect(stream_b)))
+    assert events_a == events_b
+    assert len(events_a) == CHUNKS + 1
