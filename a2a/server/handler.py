@@ -51,6 +51,8 @@ FOLLOW_UP_GRACE = 5.0
 REMOTE_CANCEL_WAIT = 10.0
 #: How long a retried blocking send waits for a task running elsewhere.
 SETTLE_WAIT = 300.0
+#: How often a replica on a shared bus looks for tasks whose replica died.
+RECOVERY_SWEEP_SECONDS = 30.0
 #: The status message of tasks that were running when their server died.
 RESTART_NOTE = "Failed: the server restarted while this task was running; send the message again to retry"
 
@@ -103,6 +105,7 @@ class RequestHandler:
         self.bus.on_cancel_request(self._cancel_requested)
         self._runs: dict[str, Run] = {}
         self._reapers: set[asyncio.Task[None]] = set()
+        self._sweeper: asyncio.Task[None] | None = None
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
             "SendMessage": self.send_message,
             "GetTask": self.get_task,
@@ -457,8 +460,28 @@ class RequestHandler:
             raise ExtendedAgentCardNotConfiguredError()
         return self.agent.extended_card
 
+    async def start(self) -> None:
+        """Before serving: start the bus, and end tasks a dead server left running. On a shared
+        bus, keep sweeping, since any replica may die."""
+        await self.bus.start()
+        recovered = await self.recover()
+        if recovered:
+            log.warning("marked %d task(s) FAILED: they were running when their server stopped", recovered)
+        if self.bus.shared:
+            self._sweeper = asyncio.create_task(self._sweep(), name="a2a-recovery-sweep")
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(RECOVERY_SWEEP_SECONDS)
+            try:
+                await self.recover()
+            except Exception:
+                log.exception("recovery sweep failed")
+
     async def shutdown(self) -> None:
         """Cancel every run in this process (tasks end CANCELED) and close every stream."""
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         runs = list(self._runs.values())
         await asyncio.gather(*(run.cancel(shutdown=True, wait=5.0) for run in runs), return_exceptions=True)
         await self.bus.close()
