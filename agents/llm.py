@@ -288,8 +288,10 @@ class _ReactRun:
         await self.ctx.working()
         try:
             async with self.settings.open_chat_model() as chat:
-                tools = chat.bind_tools([t.openai_schema() for t in self.agent.tools])
-                graph = build_react_graph(tools, self.run_tool_call, self.on_response)
+                # OpenAI refuses an empty tool list: a tool-less agent talks to the plain model.
+                schemas = [t.openai_schema() for t in self.agent.tools]
+                model = chat.bind_tools(schemas) if schemas else chat
+                graph = build_react_graph(model, self.run_tool_call, self.on_response)
                 state = await graph.ainvoke({"messages": messages}, {"recursion_limit": 2 * self.settings.max_steps})
         except GraphRecursionError:
             await self.ctx.fail(

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -26,10 +27,8 @@ def load_example(name: str, attr: str = "agent") -> Agent:
 @pytest.fixture(autouse=True)
 def _asyncio_debug() -> None:
     """asyncio debug mode everywhere: slow callbacks and never-awaited coroutines get reported."""
-    try:
+    with contextlib.suppress(RuntimeError):  # a synchronous test has no running loop
         asyncio.get_running_loop().set_debug(True)
-    except RuntimeError:
-        pass
 
 
 @pytest.fixture

@@ -19,6 +19,8 @@ from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
+from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
+from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import TaskState
 from .loader import AgentLoadError, load_object
 from .output import print_json, show, show_event
@@ -54,6 +56,11 @@ def _parser() -> argparse.ArgumentParser:
         "(entries 'principal:secret', comma-separated), or from --credentials-file",
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
+    serve.add_argument(
+        "--stdio",
+        action="store_true",
+        help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
+    )
 
     for name, help_text in [
         ("card", "show an agent's card"),
@@ -63,7 +70,11 @@ def _parser() -> argparse.ArgumentParser:
         ("cancel", "cancel a task"),
     ]:
         cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument("url", help="the agent's base URL, e.g. http://127.0.0.1:8000")
+        cmd.add_argument(
+            "url",
+            help="the agent: a base URL (http://127.0.0.1:8000), a WebSocket URL (ws://127.0.0.1:8000/a2a/ws), "
+            'or a command that serves it over stdio: stdio:"a2a serve examples/echo_agent.py:agent --stdio"',
+        )
         if name == "send":
             cmd.add_argument("text", help="the message text")
             cmd.add_argument("--stream", action="store_true", help="show progress as it arrives")
@@ -82,7 +93,9 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--json", action="store_true", help="print wire JSON (one object per line)")
         cmd.add_argument("--token", help="bearer token (default: $A2A_TOKEN)")
         cmd.add_argument("--api-key", help="API key (default: $A2A_API_KEY)")
-        cmd.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON"], help="use this interface of the card")
+        cmd.add_argument(
+            "--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card"
+        )
         cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
         cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
 
@@ -111,6 +124,8 @@ def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
 
 
 async def _serve(args: argparse.Namespace) -> int:
+    if args.stdio:
+        return await _serve_stdio(args)
     agent = _load_agent(args.target)
     config = ServerConfig(
         host=args.host, port=args.port, public_url=args.public_url, max_body_bytes=args.max_body_bytes
@@ -134,10 +149,26 @@ async def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _serve_stdio(args: argparse.Namespace) -> int:
+    out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
+    agent = _load_agent(args.target)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    config = StdioConfig(max_line_bytes=args.max_body_bytes)
+    return await serve_stdio(agent, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+
+
 # ---- client commands ----------------------------------------------------------------------
 
 
 def _client(args: argparse.Namespace) -> A2AClient:
+    if args.url.startswith(STDIO_PREFIX):
+        try:
+            stdio_argv(args.url)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     retry = RetryPolicy(max_attempts=max(1, args.retries))
     return A2AClient(
         args.url,

@@ -3,28 +3,52 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import uuid
-from collections.abc import AsyncIterator, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
 
 import httpx
 
 from .. import types as t
 from ..errors import CardResolutionError
+from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..transport.base import ClientTransport, StreamItem
 from ..transport.http import JsonRpcTransport, RestTransport
+from ..transport.multiplex import ConnectionTransport
+from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
+from ..transport.ws import WebSocketTransport
 from .auth import CredentialProvider
 from .card import choose_interface, fetch_card
 from .retry import RetryPolicy
 
 __all__ = ["A2AClient", "user_message"]
 
-_TRANSPORTS: dict[str, type[JsonRpcTransport] | type[RestTransport]] = {
-    "JSONRPC": JsonRpcTransport,
-    "HTTP+JSON": RestTransport,
+
+def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    return JsonRpcTransport(client._http, interface.url, interface.tenant)
+
+
+def _rest(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    return RestTransport(client._http, interface.url, interface.tenant)
+
+
+def _websocket(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    return WebSocketTransport(
+        interface.url, headers=client._connection_headers(), tenant=interface.tenant, retry=client.retry
+    )
+
+
+#: protocolBinding → how to make its transport for an interface of the card.
+_TRANSPORTS: dict[str, Callable[[A2AClient, t.AgentInterface], ClientTransport]] = {
+    "JSONRPC": _jsonrpc,
+    "HTTP+JSON": _rest,
+    WEBSOCKET_BINDING: _websocket,
 }
+#: Short names for ``binding=`` (and the CLI's ``--binding``).
+_BINDING_ALIASES = {"WEBSOCKET": WEBSOCKET_BINDING, "WS": WEBSOCKET_BINDING}
 
 
 def user_message(
@@ -55,6 +79,10 @@ class A2AClient:
     ``A2AClient("http://127.0.0.1:8000")`` discovers the card on first use and picks the first
     interface it supports (or ``binding=``). Calls raise errors of ``a2a.errors``; retries and
     credentials are policies given here, once, for every call.
+
+    A ``ws://`` / ``wss://`` URL connects over WebSocket directly, and ``stdio:COMMAND LINE``
+    (or ``A2AClient.stdio(argv)``) runs the agent as a child process; both ask the agent for
+    its card over the connection.
     """
 
     supported_bindings: tuple[str, ...] = tuple(_TRANSPORTS)
@@ -78,24 +106,39 @@ class A2AClient:
         self.card = card
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
-        self.binding = binding
+        self.binding = _BINDING_ALIASES.get(binding.upper(), binding) if binding else None
         self._credentials = credentials
         self._transport = transport
         self._own_http = http_client is None
         base_headers = {VERSION_HEADER: PROTOCOL_VERSION, **(headers or {})}
+        self._headers = base_headers
         self._http = http_client or httpx.AsyncClient(headers=base_headers, timeout=timeout)
         if http_client is not None:
             self._http.headers.update(base_headers)
         self._connect_lock = asyncio.Lock()
         self.interface: t.AgentInterface | None = None
 
+    @classmethod
+    def stdio(cls, argv: Sequence[str] | str, **kwargs: Any) -> A2AClient:
+        """A client for an agent run as a child process, e.g.
+        ``A2AClient.stdio(["a2a", "serve", "examples/echo_agent.py:agent", "--stdio"])``."""
+        command = argv if isinstance(argv, str) else shlex.join(argv)
+        return cls(STDIO_PREFIX + command, **kwargs)
+
     # ---- connection --------------------------------------------------------------------
+
+    def _connection_headers(self) -> dict[str, str]:
+        """Version, extra headers and credentials, for transports that send them once per connection."""
+        credentials = self._credentials.headers(self.card) if self._credentials is not None else {}
+        return {**self._headers, **credentials}
 
     async def connect(self) -> ClientTransport:
         """Resolve the card and choose the interface (done once, on first use)."""
         if self._transport is not None:
             return self._transport
         async with self._connect_lock:
+            if self._transport is None and self.card is None and self.url and is_connection_target(self.url):
+                self._transport = transport_for_target(self.url, headers=self._connection_headers(), retry=self.retry)
             if self._transport is None:
                 if self.card is None:
                     if self.url is None:
@@ -107,12 +150,13 @@ class A2AClient:
                 if self._credentials is not None:
                     self._http.headers.update(self._credentials.headers(self.card))
                 self.interface = choose_interface(self.card, self.supported_bindings, self.binding)
-                factory = _TRANSPORTS[self.interface.protocol_binding]
-                self._transport = factory(self._http, self.interface.url, self.interface.tenant)
+                self._transport = _TRANSPORTS[self.interface.protocol_binding](self, self.interface)
         return self._transport
 
     async def get_card(self) -> t.AgentCard:
-        await self.connect()
+        transport = await self.connect()
+        if self.card is None and isinstance(transport, ConnectionTransport):
+            self.card = await self.retry.run(lambda: transport.get_card(timeout=self.timeout), what="GetAgentCard")
         assert self.card is not None
         return self.card
 

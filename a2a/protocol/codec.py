@@ -35,8 +35,8 @@ def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
         return value
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"Invalid {what}: {exc}") from exc
-    except msgspec.DecodeError as exc:
-        raise ParseError(f"Request body is not valid JSON: {exc}") from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
 
 
 def to_builtins(obj: Any) -> Any:

@@ -10,7 +10,6 @@ import msgspec
 
 from .. import types as t
 from ..errors import (
-    InvalidParamsError,
     InvalidRequestError,
     InvalidResponseError,
     MethodNotFoundError,
@@ -58,8 +57,8 @@ def _envelope(body: bytes) -> t.JSONRPCRequest:
     except msgspec.ValidationError as exc:
         # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
         raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
-    except msgspec.DecodeError as exc:
-        raise RequestError(ParseError(f"Request body is not valid JSON: {exc}")) from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
 
 
 def decode_call(body: bytes | str) -> Call:
@@ -78,7 +77,7 @@ def decode_call(body: bytes | str) -> Call:
     raw = env.params if isinstance(env.params, msgspec.Raw) else b"{}"
     try:
         params: Any = decode_as(raw, spec.request_type)
-    except InvalidParamsError as exc:
+    except ProtocolError as exc:  # invalid params, or invalid UTF-8 inside them
         raise RequestError(exc, request_id) from exc
     return Call(request_id, spec, params)
 

@@ -9,12 +9,13 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
 
 from ..protocol.codec import encode
+from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
@@ -23,6 +24,7 @@ from .handler import RequestHandler
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
 from .store import TaskStore
+from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
 __all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
 
@@ -45,6 +47,8 @@ class ServerConfig:
     card_max_age: int = 300
     #: Seconds to let open requests finish on shutdown.
     shutdown_timeout: float = 5.0
+    #: The WebSocket binding (path, limits, keepalive); ``enabled=False`` leaves it out.
+    websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
 
 
 class A2AServer:
@@ -71,10 +75,16 @@ class A2AServer:
     def interfaces(self, base_url: str) -> list[AgentInterface]:
         """Every interface this server offers, in preference order."""
         base = base_url.rstrip("/")
-        return [
+        interfaces = [
             AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
             AgentInterface(url=base + REST_PATH, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION),
         ]
+        ws = self.config.websocket
+        if ws.enabled:
+            url = websocket_url(base, ws.path)
+            entry = AgentInterface(url=url, protocol_binding=WEBSOCKET_BINDING, protocol_version=PROTOCOL_VERSION)
+            interfaces.insert(0 if ws.preferred else len(interfaces), entry)
+        return interfaces
 
     def card(self, base_url: str) -> AgentCard:
         schemes, requirements = self.authenticator.card_fields()
@@ -90,6 +100,9 @@ class A2AServer:
             if len(self._cards) < 16:  # the Host header picks the entry; keep the cache bounded
                 self._cards[base_url] = cached
         return cached
+
+    def _request_card(self, request: web.Request) -> AgentCard:
+        return self.card(self.url or f"{request.scheme}://{request.host}")
 
     async def _serve_card(self, request: web.Request) -> web.Response:
         base = self.url or f"{request.scheme}://{request.host}"
@@ -109,6 +122,10 @@ class A2AServer:
         app.router.add_get(CARD_PATH, self._serve_card)
         app.router.add_post(JSONRPC_PATH, jsonrpc.handle)
         app.router.add_route("*", REST_PATH + "/{tail:.*}", rest.handle)
+        if self.config.websocket.enabled:
+            ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
+            app.router.add_get(self.config.websocket.path, ws.handle)
+            app.on_shutdown.append(ws.shutdown)
         app.on_shutdown.append(self._on_shutdown)
         return app
 

@@ -83,6 +83,7 @@ class Run:
         self.reply: Message | None = None
         self.cancel_requested = False
         self.shutdown = False
+        self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         #: Sequence number of this run's first event (where its streaming readers start).
         self.first_seq = record.last_seq + 1
@@ -122,11 +123,31 @@ class Run:
         """Cancel the agent's work; the task ends CANCELED (once the agent has unwound)."""
         self.cancel_requested = True
         self.shutdown = shutdown
-        if self._asyncio_task is not None and not self._asyncio_task.done():
-            self._asyncio_task.cancel()
-            await asyncio.wait([self._asyncio_task], timeout=wait)
+        task = self._asyncio_task
+        if task is not None and not task.done():
+            await self._deliver_cancel(task, wait)
         # A run cancelled before its first step never reaches its own handler: record it here.
         await self._finish(TaskState.CANCELED, self._cancel_note())
+
+    async def _deliver_cancel(self, task: asyncio.Task[None], wait: float) -> None:
+        """Cancel the agent's task, and cancel again until it starts unwinding.
+
+        Python 3.11's ``asyncio.wait_for`` (used inside libraries such as redis-py) can swallow
+        a cancellation that arrives as its inner future completes; the agent then runs on. A
+        repeated cancel reaches it at its next ``await``.
+        """
+        deadline = time.monotonic() + wait
+        pause = 0.05
+        while not task.done() and not self._unwinding:
+            task.cancel()
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return
+            await asyncio.wait([task], timeout=min(pause, left))
+            pause = min(pause * 2, 1.0)
+        left = deadline - time.monotonic()
+        if not task.done() and left > 0:
+            await asyncio.wait([task], timeout=left)
 
     def _cancel_note(self) -> str:
         return "Canceled: the server is shutting down" if self.shutdown else "Canceled"
@@ -135,6 +156,7 @@ class Run:
         try:
             await agent.execute(ctx)
         except asyncio.CancelledError:
+            self._unwinding = True
             await self._finish(TaskState.CANCELED, self._cancel_note())
             return
         except Exception as exc:  # the agent's own failure: the task fails, the server goes on

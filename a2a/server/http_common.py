@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
@@ -15,7 +15,7 @@ from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
 
-__all__ = ["SSE_HEADERS", "first_event", "gate", "internal_error", "read_body", "write_sse"]
+__all__ = ["SSE_HEADERS", "admit", "first_event", "gate", "internal_error", "read_body", "write_sse"]
 
 log = logging.getLogger("a2a.server")
 
@@ -23,10 +23,20 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store",
 
 
 def gate(request: web.Request, authenticator: Authenticator) -> CallContext:
-    """Check the protocol version and the credentials; the same code serves every binding."""
-    check_version(request.headers.get(VERSION_HEADER) or request.query.get(VERSION_HEADER))
-    principal = authenticator.authenticate(request.headers)
-    extensions = request.headers.get(EXTENSIONS_HEADER)
+    """Check the protocol version and the credentials of an HTTP request (see ``admit``)."""
+    return admit(request.headers, request.query, authenticator)
+
+
+def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: Authenticator) -> CallContext:
+    """Check the protocol version and the credentials; the same code serves every binding.
+
+    ``headers`` must look names up case-insensitively (aiohttp's headers, or a ``CIMultiDict``
+    for service parameters that arrive another way, e.g. stdio's ``initialize``). The version
+    and the extensions may also come as query parameters; credentials only as headers.
+    """
+    check_version(headers.get(VERSION_HEADER) or query.get(VERSION_HEADER))
+    principal = authenticator.authenticate(headers)
+    extensions = headers.get(EXTENSIONS_HEADER) or query.get(EXTENSIONS_HEADER)
     if not extensions:
         return CallContext(principal)
     return CallContext(principal, frozenset(e.strip() for e in extensions.split(",") if e.strip()))

@@ -1,0 +1,183 @@
+"""The WebSocket binding: JSON-RPC 2.0 in text frames, many calls multiplexed on one connection.
+
+A thin adapter: the handshake is checked by the same gate as HTTP (``admit``), then every
+text frame goes to one ``RpcConnection``, which dispatches, answers and enforces the limits.
+A peer that breaks a limit is closed with a code and a reason; see ``docs/bindings-ws-stdio.md``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from aiohttp import WSCloseCode, WSMsgType, web
+from multidict import CIMultiDict
+
+from ..errors import AuthenticationRequiredError, InvalidRequestError, ProtocolError
+from ..protocol.connection import MAX_IN_FLIGHT_HEADER, MAX_MESSAGE_HEADER, WEBSOCKET_BINDING
+from ..protocol.jsonrpc import encode_error
+from ..types import AgentCard
+from .auth import ApiKeyAuth, Authenticator, BearerAuth
+from .handler import RequestHandler
+from .http_common import admit
+from .rpc_connection import DEFAULT_MAX_IN_FLIGHT, ConnectionLimits, ConnectionViolation, RpcConnection
+
+__all__ = ["WS_PATH", "WebSocketBinding", "WebSocketConfig", "websocket_url"]
+
+log = logging.getLogger("a2a.server")
+
+WS_PATH = "/a2a/ws"
+#: RFC 6455 allows 123 bytes of close reason.
+_MAX_REASON_BYTES = 123
+#: Query parameter for a bearer token when headers cannot be set (RFC 6750 section 2.3).
+ACCESS_TOKEN_PARAM = "access_token"
+
+
+@dataclass
+class WebSocketConfig:
+    enabled: bool = True
+    path: str = WS_PATH
+    #: Largest incoming message; ``None``: the server's ``max_body_bytes``. Over it: close 1009.
+    max_message_bytes: int | None = None
+    #: Requests (streams included) a connection may have unanswered; one more: close 1008.
+    max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Ping after this many idle seconds; no pong within half of it drops the connection.
+    heartbeat: float | None = 20.0
+    #: Accept credentials as query parameters (``access_token=``, or the API key header's name)
+    #: for clients that cannot set headers (browsers). Off by default: URLs end up in logs.
+    allow_query_credentials: bool = False
+    #: List the WebSocket interface first in the card, so that clients prefer it.
+    preferred: bool = False
+    #: After a disconnect, how long unary calls may finish before they are canceled.
+    unary_grace: float = 10.0
+
+
+def websocket_url(base_url: str, path: str = WS_PATH) -> str:
+    """``http://host:port`` → ``ws://host:port/a2a/ws`` (``https`` → ``wss``)."""
+    base = base_url.rstrip("/")
+    if base.startswith("https://"):
+        return "wss://" + base[len("https://") :] + path
+    if base.startswith("http://"):
+        return "ws://" + base[len("http://") :] + path
+    return base + path
+
+
+class _WebSocketResponse(web.WebSocketResponse):
+    """aiohttp closes an oversized message with 1009 but no reason; give the peer one."""
+
+    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
+        if code == WSCloseCode.MESSAGE_TOO_BIG and not message:
+            message = f"message over the limit of {self._max_msg_size} bytes".encode()
+        return await super().close(code=code, message=message, drain=drain)
+
+
+def _error_response(error: ProtocolError, status: int, headers: dict[str, str] | None) -> web.Response:
+    return web.Response(body=encode_error(None, error), status=status, headers=headers, content_type="application/json")
+
+
+def _reason(text: str) -> bytes:
+    return text.encode()[:_MAX_REASON_BYTES]
+
+
+class WebSocketBinding:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        authenticator: Authenticator,
+        card: Callable[[web.Request], AgentCard],
+        config: WebSocketConfig,
+        max_body: int,
+    ) -> None:
+        self.handler = handler
+        self.authenticator = authenticator
+        self.config = config
+        self.limits = ConnectionLimits(
+            max_message_bytes=config.max_message_bytes or max_body, max_in_flight=config.max_in_flight
+        )
+        self._card = card
+        self._live: set[web.WebSocketResponse] = set()
+
+    # ---- the handshake -----------------------------------------------------------------
+
+    def _credentials(self, request: web.Request) -> Mapping[str, str]:
+        if not self.config.allow_query_credentials:
+            return request.headers
+        headers = CIMultiDict(request.headers)
+        for scheme in self.authenticator.schemes:
+            if isinstance(scheme, BearerAuth) and "Authorization" not in headers:
+                token = request.query.get(ACCESS_TOKEN_PARAM)
+                if token:
+                    headers["Authorization"] = f"Bearer {token}"
+            elif isinstance(scheme, ApiKeyAuth) and scheme.header not in headers:
+                key = request.query.get(scheme.header)
+                if key:
+                    headers[scheme.header] = key
+        return headers
+
+    def _refuse(self, error: ProtocolError) -> web.Response:
+        """The same answer as the JSON-RPC HTTP binding: 401 with a challenge, else 400."""
+        headers = None
+        status = 400
+        if isinstance(error, AuthenticationRequiredError):
+            status = 401
+            headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
+        return _error_response(error, status, headers)
+
+    async def handle(self, request: web.Request) -> web.StreamResponse:
+        try:
+            ctx = admit(self._credentials(request), request.query, self.authenticator)
+        except ProtocolError as exc:
+            return self._refuse(exc)
+        ws = _WebSocketResponse(
+            max_msg_size=self.limits.max_message_bytes, heartbeat=self.config.heartbeat, compress=False
+        )
+        if not ws.can_prepare(request).ok:
+            error = InvalidRequestError(f"{request.path} speaks JSON-RPC over WebSocket: send a WebSocket upgrade")
+            return _error_response(error, 426, {"Upgrade": "websocket"})
+        ws.headers[MAX_IN_FLIGHT_HEADER] = str(self.limits.max_in_flight)
+        ws.headers[MAX_MESSAGE_HEADER] = str(self.limits.max_message_bytes)
+        await ws.prepare(request)
+
+        async def send(data: bytes) -> None:
+            await ws.send_frame(data, WSMsgType.TEXT)
+
+        conn = RpcConnection(
+            self.handler,
+            send,
+            card=lambda: self._card(request),
+            binding=WEBSOCKET_BINDING,
+            limits=self.limits,
+            ctx=ctx,
+        )
+        self._live.add(ws)
+        try:
+            await self._serve(ws, conn)
+        finally:
+            self._live.discard(ws)
+            conn.peer_gone()
+            await conn.close(finish_within=self.config.unary_grace)
+        return ws
+
+    # ---- the connection ----------------------------------------------------------------
+
+    async def _serve(self, ws: web.WebSocketResponse, conn: RpcConnection) -> None:
+        try:
+            async for msg in ws:
+                if msg.type is WSMsgType.TEXT:
+                    await conn.receive(msg.data.encode())
+                elif msg.type is WSMsgType.BINARY:
+                    await conn.refuse(InvalidRequestError("binary frames are not used: send JSON-RPC as text"))
+                elif msg.type is WSMsgType.ERROR:
+                    log.info("WebSocket connection ended: %s", ws.exception())
+                    return
+        except ConnectionViolation as exc:
+            log.info("closing a WebSocket connection (%d): %s", exc.code, exc.reason)
+            await ws.close(code=exc.code, message=_reason(exc.reason))
+
+    async def shutdown(self, _app: Any = None) -> None:
+        """Close every connection with 1001 (going away); their streams stop, their tasks go on."""
+        closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down") for ws in self._live]
+        await asyncio.gather(*closing, return_exceptions=True)

@@ -1,0 +1,288 @@
+"""The WebSocket transport: every call on one connection (``websockets``), multiplexed by id.
+
+The version and credentials travel once, as headers of the upgrade. A dropped connection fails
+the calls in flight with a retryable ``TransportError`` (the client's retry policy resends them
+on a new connection), and the streams this transport was following carry on: it reconnects
+(with the same policy) and resubscribes with ``SubscribeToTask``, skipping events it already
+delivered (by ``seq``). A task that ended in the meantime is delivered as its final ``Task``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, Protocol, TypeVar
+
+from websockets.asyncio.client import ClientConnection, connect
+from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
+
+from .. import types as t
+from ..errors import (
+    HTTPStatusError,
+    InvalidResponseError,
+    ProtocolError,
+    TransportError,
+    UnsupportedOperationError,
+)
+from ..protocol.connection import MAX_IN_FLIGHT_HEADER, WEBSOCKET_BINDING
+from ..protocol.jsonrpc import decode_response
+from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
+from ..protocol.methods import MethodSpec
+from .base import StreamItem
+from .http import parse_retry_after
+from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, StreamEvent, with_tenant
+
+__all__ = ["Retrier", "WebSocketTransport"]
+
+log = logging.getLogger("a2a.transport")
+
+T = TypeVar("T")
+
+#: Close codes after which reconnecting may help (the server went away or restarts, the
+#: network dropped); the others mean this client broke a rule and would break it again.
+_RETRYABLE_CLOSE = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 1014})
+_PROTOCOL_ERROR = 1002
+#: How long a close waits for the server's close frame.
+_CLOSE_TIMEOUT = 5.0
+
+
+class Retrier(Protocol):
+    """What the transport needs of a retry policy (``a2a.client.RetryPolicy`` is one)."""
+
+    async def run(self, attempt_fn: Callable[[], Awaitable[T]], *, what: str) -> T: ...
+
+
+class _Once:
+    async def run(self, attempt_fn: Callable[[], Awaitable[T]], *, what: str) -> T:
+        return await attempt_fn()
+
+
+class _Connection:
+    """One open WebSocket, its multiplexer and the task that reads from it."""
+
+    def __init__(self, ws: ClientConnection, mux: Multiplexer, url: str) -> None:
+        self.ws = ws
+        self.mux = mux
+        self.url = url
+        self.reader = asyncio.get_running_loop().create_task(self._read(), name=f"a2a-ws-reader {url}")
+
+    async def _read(self) -> None:
+        try:
+            while True:
+                self.mux.feed(await self.ws.recv(decode=False))
+        except ConnectionClosed as exc:
+            self.mux.fail(_closed_error(exc, self.url))
+        except InvalidResponseError as exc:
+            self.mux.fail(InvalidResponseError(f"{self.url} sent {exc}"))
+            await self.ws.close(_PROTOCOL_ERROR, "not a JSON-RPC 2.0 message")
+        except Exception as exc:  # noqa: BLE001 - the connection is unusable whatever broke
+            self.mux.fail(TransportError(f"WebSocket to {self.url} failed: {exc!r}", retryable=True))
+
+    async def close(self) -> None:
+        self.mux.fail(TransportError(f"the connection to {self.url} was closed by this client"))
+        with contextlib.suppress(Exception):
+            await self.ws.close()
+        self.reader.cancel()
+        await asyncio.wait([self.reader], timeout=5.0)
+
+
+def _closed_error(exc: ConnectionClosed, url: str) -> TransportError:
+    frame = exc.rcvd
+    code = frame.code if frame is not None else 1006
+    reason = f": {frame.reason}" if frame is not None and frame.reason else ""
+    return TransportError(f"WebSocket to {url} closed ({code}{reason})", retryable=code in _RETRYABLE_CLOSE)
+
+
+def _refused(exc: InvalidStatus, url: str) -> Exception:
+    """The upgrade answered with an HTTP error: the A2A error in its body if any (401, version ...)."""
+    response = exc.response
+    body = bytes(response.body or b"")
+    try:
+        decode_response(body, None)
+    except ProtocolError as error:
+        return error
+    except Exception:  # noqa: BLE001 - not a JSON-RPC body: report the status below
+        pass
+    return HTTPStatusError(
+        f"{url} refused the WebSocket upgrade with HTTP {response.status_code}",
+        status=response.status_code,
+        retry_after=parse_retry_after(response.headers.get("Retry-After")),
+    )
+
+
+def _task_id(event: t.StreamResponse) -> str | None:
+    payload = event.payload
+    if isinstance(payload, t.Task):
+        return payload.id
+    return getattr(payload, "task_id", None)
+
+
+class _Followed:
+    """What a stream has delivered so far: enough to resume it on a new connection."""
+
+    def __init__(self, task_id: str | None) -> None:
+        self.task_id = task_id
+        self.last_seq = 0
+
+    def fresh(self, event: StreamEvent) -> bool:
+        if self.task_id is None:
+            self.task_id = _task_id(event.item.event)
+        if event.seq:
+            if event.seq <= self.last_seq:
+                return False
+            self.last_seq = event.seq
+        return True
+
+
+class WebSocketTransport(ConnectionTransport):
+    """A2A over one WebSocket (``ws://`` or ``wss://``), as the card's WebSocket interface names it."""
+
+    binding = WEBSOCKET_BINDING
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        headers: Mapping[str, str] | None = None,
+        tenant: str | None = None,
+        retry: Retrier | None = None,
+        max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
+        max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        ping_interval: float | None = 20.0,
+        ping_timeout: float | None = 20.0,
+        open_timeout: float = 10.0,
+    ) -> None:
+        self.url = url
+        self.headers = dict(headers or {})
+        self.tenant = tenant
+        self.retry: Retrier = retry or _Once()
+        self.max_in_flight = max_in_flight
+        self.max_message_bytes = max_message_bytes
+        self.ping_interval = ping_interval
+        self.ping_timeout = ping_timeout
+        self.open_timeout = open_timeout
+        self._conn: _Connection | None = None
+        self._lock = asyncio.Lock()
+        self._closed = False
+
+    # ---- the connection ----------------------------------------------------------------
+
+    async def _connection(self, timeout: float | None) -> _Connection:
+        conn = self._conn
+        if conn is not None and conn.mux.alive:
+            return conn
+        async with self._lock:
+            if self._closed:
+                raise TransportError(f"the WebSocket transport to {self.url} is closed")
+            if self._conn is None or not self._conn.mux.alive:
+                stale, self._conn = self._conn, None
+                if stale is not None:
+                    await stale.close()
+                self._conn = await self._open(timeout)
+            return self._conn
+
+    async def _open(self, timeout: float | None) -> _Connection:
+        try:
+            ws = await connect(
+                self.url,
+                additional_headers=self.headers,
+                compression=None,
+                max_size=self.max_message_bytes,
+                open_timeout=timeout or self.open_timeout,
+                ping_interval=self.ping_interval,
+                ping_timeout=self.ping_timeout,
+                close_timeout=_CLOSE_TIMEOUT,
+            )
+        except InvalidStatus as exc:
+            raise _refused(exc, self.url) from exc
+        except InvalidURI as exc:
+            raise TransportError(f"{self.url} is not a WebSocket URL: {exc}") from exc
+        except (OSError, TimeoutError, InvalidHandshake) as exc:
+            raise TransportError(f"Cannot connect to {self.url}: {exc or type(exc).__name__}", retryable=True) from exc
+        mux = Multiplexer(self._sender(ws), max_in_flight=self.max_in_flight)
+        announced = ws.response.headers.get(MAX_IN_FLIGHT_HEADER) if ws.response is not None else None
+        if announced and announced.isdigit():
+            mux.limit(int(announced))
+        return _Connection(ws, mux, self.url)
+
+    def _sender(self, ws: ClientConnection) -> Callable[[bytes], Awaitable[None]]:
+        async def send(data: bytes) -> None:
+            try:
+                await ws.send(data, text=True)
+            except ConnectionClosed as exc:
+                raise _closed_error(exc, self.url) from exc
+
+        return send
+
+    async def close(self) -> None:
+        async with self._lock:
+            self._closed = True
+            conn, self._conn = self._conn, None
+        if conn is not None:
+            await conn.close()
+
+    # ---- calls -------------------------------------------------------------------------
+
+    async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
+        conn = await self._connection(timeout)
+        return await conn.mux.call(method.name, with_tenant(params, self.tenant), method.result_type, timeout=timeout)
+
+    async def get_card(self, *, timeout: float | None) -> t.AgentCard:
+        conn = await self._connection(timeout)
+        return await conn.mux.get_card(timeout=timeout)
+
+    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
+        params = with_tenant(params, self.tenant)
+        conn = await self._connection(timeout)
+        followed = _Followed(params.id if method.name == "SubscribeToTask" else None)
+        events: AsyncIterator[StreamEvent] = conn.mux.stream(method.name, params)
+        try:
+            while True:
+                try:
+                    async for event in events:
+                        if followed.fresh(event):
+                            yield event.item
+                    return
+                except TransportError as exc:
+                    if not exc.retryable or followed.task_id is None or self._closed:
+                        raise
+                    log.info("WebSocket stream of task %s dropped (%s); resubscribing", followed.task_id, exc)
+                await events.aclose()  # type: ignore[attr-defined]
+                events = await self.retry.run(
+                    lambda: self._resubscribe(followed, timeout), what=f"resubscribe to task {followed.task_id}"
+                )
+        finally:
+            await events.aclose()  # type: ignore[attr-defined]
+
+    async def _resubscribe(self, followed: _Followed, timeout: float | None) -> AsyncIterator[StreamEvent]:
+        """A new stream of the task, on a new connection; its first event is already received."""
+        assert followed.task_id is not None
+        conn = await self._connection(timeout)
+        request = t.SubscribeToTaskRequest(id=followed.task_id, tenant=self.tenant)
+        events = conn.mux.stream("SubscribeToTask", request)
+        try:
+            first = await events.__anext__()
+        except StopAsyncIteration:
+            return _just()
+        except UnsupportedOperationError:
+            # The task ended while we were away: its final state is the rest of the stream.
+            get = t.GetTaskRequest(id=followed.task_id, tenant=self.tenant)
+            task = await conn.mux.call("GetTask", get, t.Task, timeout=timeout)
+            return _just(StreamEvent(StreamItem(t.StreamResponse(task=task)), 0))
+        return _chain(first, events)
+
+
+async def _just(*events: StreamEvent) -> AsyncIterator[StreamEvent]:
+    for event in events:
+        yield event
+
+
+async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
+    try:
+        yield first
+        async for event in rest:
+            yield event
+    finally:
+        await rest.aclose()  # type: ignore[attr-defined]

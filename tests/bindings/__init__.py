@@ -1,0 +1,1 @@
+"""The WebSocket and stdio bindings: conformance over every binding, limits, lifecycle."""
