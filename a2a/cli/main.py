@@ -8,20 +8,23 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Any
+from urllib.parse import urlsplit
 
 from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
+from ..server.stores import default_store_url, open_backend
 from ..transport.targets import STDIO_PREFIX, stdio_argv
-from ..types import TaskState
+from ..types import Part, TaskState
 from .loader import AgentLoadError, load_object
 from .output import print_json, show, show_event
 
@@ -57,6 +60,12 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
     serve.add_argument(
+        "--store",
+        help="where tasks live: sqlite:///path/to/tasks.db (default: the file tasks-AGENT-PORT.db under "
+        "$A2A_DATA_DIR or ~/.local/share/a2a-net; memory: with --port 0 or --stdio), memory:, or "
+        "redis://host:port/db (several replicas share tasks)",
+    )
+    serve.add_argument(
         "--stdio",
         action="store_true",
         help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
@@ -81,6 +90,11 @@ def _parser() -> argparse.ArgumentParser:
             cmd.add_argument("--task-id", help="continue this task (e.g. one waiting for input)")
             cmd.add_argument("--context-id", help="stay in this conversation")
             cmd.add_argument("--no-wait", action="store_true", help="return the task at once (returnImmediately)")
+            cmd.add_argument(
+                "--data",
+                help='send JSON as a data part too (structured input: \'{"tool": "write", "arguments": {...}}\'); '
+                "TEXT may then be empty",
+            )
         elif name in ("get", "cancel"):
             cmd.add_argument("task_id")
         if name == "get":
@@ -107,11 +121,36 @@ def _parser() -> argparse.ArgumentParser:
 # ---- serve --------------------------------------------------------------------------------
 
 
-def _load_agent(target: str) -> Agent:
+def _load_agent(target: str, options: Sequence[str] = ()) -> Agent:
+    """The agent at ``target``; a callable target is a factory, called with ``options``
+    (``--name value`` pairs after the target, passed as keyword strings)."""
     obj = load_object(target)
-    if not isinstance(obj, Agent):
-        raise AgentLoadError(f"{target} is a {type(obj).__name__}, not an a2a Agent")
-    return obj
+    if isinstance(obj, Agent):
+        if options:
+            raise UsageError(f"{target} is an agent, not a factory: it takes no options ({' '.join(options)})")
+        return obj
+    if not callable(obj):
+        raise AgentLoadError(f"{target} is a {type(obj).__name__}, not an a2a Agent or a factory of one")
+    made = obj(**_factory_options(options))
+    if not isinstance(made, Agent):
+        raise AgentLoadError(f"{target}(...) returned a {type(made).__name__}, not an a2a Agent")
+    return made
+
+
+def _factory_options(options: Sequence[str]) -> dict[str, str]:
+    kwargs: dict[str, str] = {}
+    items = list(options)
+    while items:
+        flag = items.pop(0)
+        if not flag.startswith("--") or len(flag) < 3:
+            raise UsageError(f"unexpected {flag!r}: options for an agent factory are --name value pairs")
+        name, eq, value = flag[2:].partition("=")
+        if not eq:
+            if not items or items[0].startswith("--"):
+                raise UsageError(f"option --{name} needs a value")
+            value = items.pop(0)
+        kwargs[name.replace("-", "_")] = value
+    return kwargs
 
 
 def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
@@ -126,11 +165,13 @@ def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
 async def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return await _serve_stdio(args)
-    agent = _load_agent(args.target)
+    agent = _load_agent(args.target, args.agent_options)
     config = ServerConfig(
         host=args.host, port=args.port, public_url=args.public_url, max_body_bytes=args.max_body_bytes
     )
-    server = A2AServer(agent, auth=_auth(args), config=config)
+    store_url = args.store or default_store_url(agent.name, args.port)
+    store, bus = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
+    server = A2AServer(agent, store=store, bus=bus, auth=_auth(args), config=config)
     try:
         url = await server.start()
     except OSError as exc:
@@ -138,6 +179,7 @@ async def _serve(args: argparse.Namespace) -> int:
     print(f"Serving {agent.name!r} at {url}", flush=True)
     for skill in server.card(url).skills:
         print(f"  skill {skill.id}: {skill.description}", flush=True)
+    print(f"  tasks in {_shown_store(store_url)}", flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -151,13 +193,28 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _serve_stdio(args: argparse.Namespace) -> int:
     out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
-    agent = _load_agent(args.target)
+    agent = _load_agent(args.target, args.agent_options)
+    store, bus = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     config = StdioConfig(max_line_bytes=args.max_body_bytes)
-    return await serve_stdio(agent, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+    return await serve_stdio(agent, store=store, bus=bus, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+
+
+def _namespace(agent: Agent) -> str:
+    """Redis key prefix: one per agent, so several agents can share a Redis."""
+    return "a2a:" + "".join(c if c.isalnum() or c in "-_." else "-" for c in agent.name.lower())
+
+
+def _shown_store(url: str) -> str:
+    """The store URL without a password, for printing."""
+    parts = urlsplit(url)
+    if parts.password:
+        netloc = f"{parts.username or ''}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+        return parts._replace(netloc=netloc).geturl()
+    return url
 
 
 # ---- client commands ----------------------------------------------------------------------
@@ -190,15 +247,28 @@ def _state(value: str | None) -> TaskState | None:
         raise UsageError(f"unknown state {value!r}; use one of: {known}") from None
 
 
+def _content(args: argparse.Namespace) -> str | list[Part]:
+    """The message: the text, plus a data part when --data gives JSON."""
+    if args.data is None:
+        return str(args.text)
+    try:
+        data = json.loads(args.data)
+    except json.JSONDecodeError as exc:
+        raise UsageError(f"--data is not valid JSON: {exc}") from None
+    parts = [Part(text=args.text)] if args.text else []
+    return [*parts, Part(data=data, media_type="application/json")]
+
+
 async def _send(client: A2AClient, args: argparse.Namespace) -> int:
+    content = _content(args)
     if args.stream:
         last: Any = None
-        async for event in client.stream(args.text, task_id=args.task_id, context_id=args.context_id):
+        async for event in client.stream(content, task_id=args.task_id, context_id=args.context_id):
             (print_json if args.json else show_event)(event)
             last = event.payload
         return _exit_for(last)
     result = await client.send(
-        args.text, task_id=args.task_id, context_id=args.context_id, return_immediately=args.no_wait
+        content, task_id=args.task_id, context_id=args.context_id, return_immediately=args.no_wait
     )
     (print_json if args.json else show)(result)
     return _exit_for(result)
@@ -268,7 +338,11 @@ def _run(coro_fn: Callable[[argparse.Namespace], Awaitable[int]], args: argparse
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args, extra = parser.parse_known_args(argv)
+    if extra and args.command != "serve":
+        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+    args.agent_options = extra
     level = getattr(logging, str(args.log_level).upper(), None)
     if not isinstance(level, int):
         print(f"a2a: unknown --log-level {args.log_level!r}", file=sys.stderr)

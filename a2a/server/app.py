@@ -20,6 +20,7 @@ from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
+from .bus import EventBus
 from .handler import RequestHandler
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
@@ -59,13 +60,14 @@ class A2AServer:
         agent: Agent,
         *,
         store: TaskStore | None = None,
+        bus: EventBus | None = None,
         auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
         config: ServerConfig | None = None,
     ) -> None:
         self.agent = agent
         self.config = config or ServerConfig()
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-        self.handler = RequestHandler(agent, store)
+        self.handler = RequestHandler(agent, store, bus)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.AppRunner | None = None
         self.url: str | None = self.config.public_url
@@ -126,8 +128,13 @@ class A2AServer:
             ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
             app.router.add_get(self.config.websocket.path, ws.handle)
             app.on_shutdown.append(ws.shutdown)
+        app.on_startup.append(self._on_startup)
         app.on_shutdown.append(self._on_shutdown)
         return app
+
+    async def _on_startup(self, _app: web.Application) -> None:
+        # Before the first request: the bus listens, and tasks a dead server left running end.
+        await self.handler.start()
 
     async def _on_shutdown(self, _app: web.Application) -> None:
         await self.handler.shutdown()

@@ -162,7 +162,9 @@ class RequestHandler:
             )
             yield LoggedEvent(0, event, encode(event))
             return
-        async for logged in self.bus.follow(run.task_id, run.first_seq):
+        # A retried stream (same messageId) that saw some events resumes after them.
+        start = run.first_seq if ctx.last_event_id is None else max(run.first_seq, ctx.last_event_id + 1)
+        async for logged in self.bus.follow(run.task_id, start):
             yield logged
 
     def _answer(self, replayed: t.Task | t.Message | None, history_length: int | None) -> t.SendMessageResponse:

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
-from ..errors import InternalError, PayloadTooLargeError, ProtocolError
+from ..errors import InternalError, InvalidParamsError, PayloadTooLargeError, ProtocolError
 from ..protocol.sse import encode_event
 from ..protocol.version import EXTENSIONS_HEADER, VERSION_HEADER, check_version
 from .auth import Authenticator
@@ -18,6 +18,8 @@ from .handler import CallContext
 __all__ = ["SSE_HEADERS", "admit", "first_event", "gate", "internal_error", "read_body", "write_sse"]
 
 log = logging.getLogger("a2a.server")
+
+LAST_EVENT_ID_HEADER = "Last-Event-ID"
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 
@@ -37,9 +39,18 @@ def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: A
     check_version(headers.get(VERSION_HEADER) or query.get(VERSION_HEADER))
     principal = authenticator.authenticate(headers)
     extensions = headers.get(EXTENSIONS_HEADER) or query.get(EXTENSIONS_HEADER)
-    if not extensions:
-        return CallContext(principal)
-    return CallContext(principal, frozenset(e.strip() for e in extensions.split(",") if e.strip()))
+    requested = frozenset(e.strip() for e in extensions.split(",") if e.strip()) if extensions else frozenset()
+    return CallContext(principal, requested, last_event_id(headers.get(LAST_EVENT_ID_HEADER)))
+
+
+def last_event_id(value: str | None) -> int | None:
+    """The SSE ``Last-Event-ID`` a reconnecting client sends: one of our event ids (a number)."""
+    if value is None or not value.strip():
+        return None
+    text = value.strip()
+    if not text.isdigit():
+        raise InvalidParamsError(f"Last-Event-ID {text!r} is not an event id of this server (a whole number)")
+    return int(text)
 
 
 async def read_body(request: web.Request, limit: int) -> bytes:

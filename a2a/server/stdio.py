@@ -31,6 +31,7 @@ from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
+from .bus import EventBus
 from .handler import CallContext, RequestHandler
 from .http_common import admit
 from .rpc_connection import (
@@ -260,6 +261,7 @@ async def serve_stdio(
     agent: Agent,
     *,
     store: TaskStore | None = None,
+    bus: EventBus | None = None,
     auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
     config: StdioConfig | None = None,
     stdin_fd: int = 0,
@@ -273,7 +275,8 @@ async def serve_stdio(
     """
     config = config or StdioConfig()
     authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-    handler = RequestHandler(agent, store)
+    handler = RequestHandler(agent, store, bus)
+    await handler.start()
     schemes, requirements = authenticator.card_fields()
     interface = AgentInterface(url=STDIO_URL, protocol_binding=STDIO_BINDING, protocol_version=PROTOCOL_VERSION)
     card = agent.build_card([interface], security_schemes=schemes, security_requirements=requirements)

@@ -18,6 +18,7 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+from ...errors import A2AError
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
 from ..store import (
@@ -31,7 +32,12 @@ from ..store import (
     encode_cursor,
 )
 
-__all__ = ["SQLiteTaskStore"]
+__all__ = ["SQLiteTaskStore", "StoreInUseError"]
+
+
+class StoreInUseError(A2AError):
+    """Another running server holds this SQLite file."""
+
 
 T = TypeVar("T")
 
@@ -61,14 +67,36 @@ CREATE TABLE IF NOT EXISTS messages (
 
 
 class SQLiteTaskStore(TaskStore):
-    def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
+    def __init__(
+        self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
+    ) -> None:
         self.path = Path(path)
+        self._lock_file: Any = None
+        if exclusive:
+            self._lock_exclusively()
         self._durability = durability
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._open_lock = threading.Lock()
         self._task_decoder = decoder_for(Task)
         self._message_decoder = decoder_for(Message)
+
+    def _lock_exclusively(self) -> None:
+        """One server per file: at start a server marks the tasks it finds running as FAILED,
+        which would be wrong for the tasks of a second live server on the same file."""
+        import fcntl
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(f"{self.path}.lock", "a+")  # noqa: SIM115 - held open for the store's life
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.close()
+            raise StoreInUseError(
+                f"{self.path} is used by another running server: give this one its own file with "
+                "--store sqlite:///other.db, or share tasks between servers with --store redis://..."
+            ) from None
+        self._lock_file = handle
 
     # ---- plumbing ----------------------------------------------------------------------
 
@@ -221,3 +249,6 @@ class SQLiteTaskStore(TaskStore):
             await self._run(shut)
             self._conn = None
         self._executor.shutdown(wait=True)
+        if self._lock_file is not None:
+            self._lock_file.close()
+            self._lock_file = None

@@ -1,0 +1,270 @@
+"""Redis push store: configs and pending deliveries shared by every replica on one Redis.
+
+Keys (under the same namespace as the task store, ``{ns}:push:...``, so they never meet its
+``{ns}:task:`` / ``{ns}:idx:`` / ``{ns}:msg:`` / ``{ns}:ev:`` / ``{ns}:lease:`` keys):
+
+- ``{ns}:push:cfg:{taskId}``: a hash, config id → ``{"config", "owner", "tenant"}`` (JSON);
+- ``{ns}:push:st:{taskId}``: a hash, config id → consecutive failed attempts, ``-1`` once the
+  config is declared failed (absent: 0);
+- ``{ns}:push:q:{h(taskId, configId)}``: a sorted set of pending deliveries, score = the event's
+  ``seq``, member = ``"{seq}:"`` + the event's JSON; trimmed to ``max_pending`` (lowest first);
+- ``{ns}:push:pending``: a set of ``[taskId, configId]`` (JSON) whose queue is not empty, so a
+  restarted replica finds them without scanning;
+- ``{ns}:push:lease:{h(taskId, configId)}``: which notifier delivers that queue now
+  (``SET ... PX``), so two replicas never deliver one queue at once.
+
+User-supplied config ids are hashed into key names (``h``: SHA-256 of both ids), so no
+separator in them can make two keys collide. Multi-key updates are Lua scripts or MULTI
+pipelines, so each operation is atomic.
+"""
+
+from __future__ import annotations
+
+import builtins
+import hashlib
+from typing import Any
+
+import msgspec
+import redis.asyncio as aioredis
+
+from ...protocol.codec import decoder_for, encode
+from ...types import TaskPushNotificationConfig
+from .store import Enqueued, PendingDelivery, PushConfigRecord, PushStore, QueueKey, queue_keys
+
+__all__ = ["RedisPushStore"]
+
+_FAILED = -1
+
+# KEYS: cfg, st. ARGV: config id, config JSON, max configs.
+_PUT = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 and redis.call('HLEN', KEYS[1]) >= tonumber(ARGV[3]) then
+  return 0
+end
+redis.call('HSET', KEYS[1], ARGV[1], ARGV[2])
+redis.call('HDEL', KEYS[2], ARGV[1])
+return 1
+"""
+
+# KEYS: cfg, st, queue, pending. ARGV: config id, pending member.
+_NEXT = """
+local cfg = redis.call('HGET', KEYS[1], ARGV[1])
+local st = redis.call('HGET', KEYS[2], ARGV[1])
+if (not cfg) or st == '-1' then
+  redis.call('DEL', KEYS[3])
+  redis.call('SREM', KEYS[4], ARGV[2])
+  return false
+end
+local head = redis.call('ZRANGE', KEYS[3], 0, 0, 'WITHSCORES')
+if #head == 0 then
+  redis.call('SREM', KEYS[4], ARGV[2])
+  return false
+end
+return {cfg, st or '0', head[1], head[2]}
+"""
+
+# KEYS: cfg, st, queue, pending. ARGV: seq, config id, pending member.
+_ACK = """
+redis.call('ZREMRANGEBYSCORE', KEYS[3], ARGV[1], ARGV[1])
+if redis.call('ZCARD', KEYS[3]) == 0 then redis.call('SREM', KEYS[4], ARGV[3]) end
+local st = redis.call('HGET', KEYS[2], ARGV[2])
+if st and st ~= '-1' then redis.call('HDEL', KEYS[2], ARGV[2]) end
+return 1
+"""
+
+# KEYS: cfg, st. ARGV: config id.
+_FAILURE = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 0 then return 0 end
+if redis.call('HGET', KEYS[2], ARGV[1]) == '-1' then return -1 end
+return redis.call('HINCRBY', KEYS[2], ARGV[1], 1)
+"""
+
+# KEYS: cfg, st, queue, pending. ARGV: config id, pending member.
+_FAIL = """
+if redis.call('HEXISTS', KEYS[1], ARGV[1]) == 1 then redis.call('HSET', KEYS[2], ARGV[1], '-1') end
+local dropped = redis.call('ZCARD', KEYS[3])
+redis.call('DEL', KEYS[3])
+redis.call('SREM', KEYS[4], ARGV[2])
+return dropped
+"""
+
+# KEYS: lease. ARGV: holder, ttl in ms.
+_ACQUIRE = """
+local current = redis.call('GET', KEYS[1])
+if current and current ~= ARGV[1] then return 0 end
+redis.call('SET', KEYS[1], ARGV[1], 'PX', ARGV[2])
+return 1
+"""
+
+# KEYS: lease. ARGV: holder.
+_RELEASE = """
+if redis.call('GET', KEYS[1]) == ARGV[1] then redis.call('DEL', KEYS[1]) end
+return 1
+"""
+
+
+class _Stored(msgspec.Struct):
+    config: TaskPushNotificationConfig
+    owner: str = ""
+    tenant: str = ""
+
+
+def _h(task_id: str, config_id: str) -> str:
+    return hashlib.sha256(encode([task_id, config_id])).hexdigest()[:32]
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+class RedisPushStore(PushStore):
+    """Pass ``client`` to share the task store's connection pool (it is then not closed here)."""
+
+    def __init__(
+        self,
+        url: str = "redis://127.0.0.1:6379/0",
+        *,
+        namespace: str = "a2a",
+        client: aioredis.Redis | None = None,
+    ) -> None:
+        self._owns_client = client is None
+        self.redis: aioredis.Redis = client or aioredis.Redis.from_url(url)
+        self.ns = namespace
+        self._decoder = decoder_for(_Stored)
+        self._pending_decoder = decoder_for(tuple[str, str])
+        self._put = self.redis.register_script(_PUT)
+        self._next = self.redis.register_script(_NEXT)
+        self._ack = self.redis.register_script(_ACK)
+        self._failure = self.redis.register_script(_FAILURE)
+        self._fail = self.redis.register_script(_FAIL)
+        self._acquire = self.redis.register_script(_ACQUIRE)
+        self._release = self.redis.register_script(_RELEASE)
+
+    # ---- key names --------------------------------------------------------------------
+
+    def _cfg(self, task_id: str) -> str:
+        return f"{self.ns}:push:cfg:{task_id}"
+
+    def _st(self, task_id: str) -> str:
+        return f"{self.ns}:push:st:{task_id}"
+
+    def _queue(self, task_id: str, config_id: str) -> str:
+        return f"{self.ns}:push:q:{_h(task_id, config_id)}"
+
+    def _lease(self, task_id: str, config_id: str) -> str:
+        return f"{self.ns}:push:lease:{_h(task_id, config_id)}"
+
+    @property
+    def _pending(self) -> str:
+        return f"{self.ns}:push:pending"
+
+    def _keys(self, task_id: str, config_id: str) -> list[str]:
+        return [self._cfg(task_id), self._st(task_id), self._queue(task_id, config_id), self._pending]
+
+    def _record(self, raw: Any, state: Any) -> PushConfigRecord:
+        stored = self._decoder.decode(raw)
+        count = int(state) if state is not None else 0
+        return PushConfigRecord(
+            stored.config,
+            owner=stored.owner,
+            tenant=stored.tenant,
+            failures=max(count, 0),
+            failed=count == _FAILED,
+        )
+
+    # ---- configs ----------------------------------------------------------------------
+
+    async def put_config(self, record: PushConfigRecord, *, max_configs: int) -> bool:
+        value = encode(_Stored(record.config, record.owner, record.tenant))
+        done = await self._put(
+            keys=[self._cfg(record.task_id), self._st(record.task_id)], args=[record.config_id, value, max_configs]
+        )
+        return bool(done)
+
+    async def get_config(self, task_id: str, config_id: str) -> PushConfigRecord | None:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hget(self._cfg(task_id), config_id)
+        pipe.hget(self._st(task_id), config_id)
+        raw, state = await pipe.execute()
+        return None if raw is None else self._record(raw, state)
+
+    async def list_configs(self, task_id: str) -> builtins.list[PushConfigRecord]:
+        configs, states = await self._both(task_id)
+        return [self._record(configs[key], states.get(key)) for key in sorted(configs)]
+
+    async def _both(self, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
+        pipe = self.redis.pipeline(transaction=False)
+        pipe.hgetall(self._cfg(task_id))
+        pipe.hgetall(self._st(task_id))
+        configs, states = await pipe.execute()
+        return (
+            {_text(k): v for k, v in configs.items()},
+            {_text(k): v for k, v in states.items()},
+        )
+
+    async def delete_config(self, task_id: str, config_id: str) -> bool:
+        pipe = self.redis.pipeline(transaction=True)
+        pipe.hdel(self._cfg(task_id), config_id)
+        pipe.hdel(self._st(task_id), config_id)
+        pipe.delete(self._queue(task_id, config_id))
+        pipe.srem(self._pending, encode([task_id, config_id]))
+        removed, *_ = await pipe.execute()
+        return bool(removed)
+
+    # ---- deliveries ---------------------------------------------------------------------
+
+    async def enqueue(self, task_id: str, seq: int, body: bytes, *, max_pending: int) -> builtins.list[Enqueued]:
+        configs, states = await self._both(task_id)
+        live = [key for key in sorted(configs) if states.get(key) is None or int(states[key]) != _FAILED]
+        if not live:
+            return []
+        member = b"%d:" % seq + body
+        pipe = self.redis.pipeline(transaction=True)
+        for config_id in live:
+            queue = self._queue(task_id, config_id)
+            pipe.zadd(queue, {member: seq})
+            pipe.zremrangebyrank(queue, 0, -(max_pending + 1))
+            pipe.sadd(self._pending, encode([task_id, config_id]))
+        results = await pipe.execute()
+        # A config deleted or failed between the read and the write leaves a queue that
+        # next_delivery clears, so the race costs nothing.
+        return [Enqueued(config_id, int(results[3 * i + 1])) for i, config_id in enumerate(live)]
+
+    async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
+        found = await self._next(keys=self._keys(task_id, config_id), args=[config_id, encode([task_id, config_id])])
+        if not found:
+            return None
+        raw, state, member, score = found
+        seq = int(float(score))
+        body = bytes(member).partition(b":")[2]
+        return PendingDelivery(self._record(raw, state), seq, body)
+
+    async def ack(self, task_id: str, config_id: str, seq: int) -> None:
+        await self._ack(keys=self._keys(task_id, config_id), args=[seq, config_id, encode([task_id, config_id])])
+
+    async def record_failure(self, task_id: str, config_id: str) -> int:
+        count = await self._failure(keys=[self._cfg(task_id), self._st(task_id)], args=[config_id])
+        return max(int(count), 0)
+
+    async def fail_config(self, task_id: str, config_id: str) -> int:
+        dropped = await self._fail(keys=self._keys(task_id, config_id), args=[config_id, encode([task_id, config_id])])
+        return int(dropped)
+
+    async def pending(self) -> builtins.list[QueueKey]:
+        """Reads the pending set with SSCAN, so a large one never blocks Redis."""
+        found: builtins.list[QueueKey] = []
+        async for member in self.redis.sscan_iter(self._pending, count=500):
+            found.append(self._pending_decoder.decode(member))
+        return queue_keys(found)
+
+    # ---- leases -------------------------------------------------------------------------
+
+    async def acquire_lease(self, task_id: str, config_id: str, holder: str, ttl: float) -> bool:
+        done = await self._acquire(keys=[self._lease(task_id, config_id)], args=[holder, max(1, int(ttl * 1000))])
+        return bool(done)
+
+    async def release_lease(self, task_id: str, config_id: str, holder: str) -> None:
+        await self._release(keys=[self._lease(task_id, config_id)], args=[holder])
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self.redis.aclose()

@@ -1,0 +1,299 @@
+"""SQLite push store: configs and pending deliveries on disk, next to (or inside) the task database.
+
+Like ``SQLiteTaskStore``: one connection, used only from one dedicated thread, WAL mode,
+``synchronous=NORMAL`` by default (a committed enqueue survives the process being killed;
+``durability="full"`` survives power loss too). The tables (``push_configs``,
+``push_deliveries``, ``push_leases``) are this store's own, so it may share the task store's
+file: each store has its own connection, and SQLite serialises their writes
+(``busy_timeout`` 5 s).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from ...protocol.codec import decoder_for, encode
+from ...types import TaskPushNotificationConfig
+from .store import Enqueued, PendingDelivery, PushConfigRecord, PushStore, QueueKey
+
+__all__ = ["SQLitePushStore"]
+
+T = TypeVar("T")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS push_configs (
+    task_id TEXT NOT NULL,
+    config_id TEXT NOT NULL,
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    failures INTEGER NOT NULL DEFAULT 0,
+    failed INTEGER NOT NULL DEFAULT 0,
+    body BLOB NOT NULL,
+    PRIMARY KEY (task_id, config_id)
+);
+CREATE TABLE IF NOT EXISTS push_deliveries (
+    task_id TEXT NOT NULL,
+    config_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    body BLOB NOT NULL,
+    PRIMARY KEY (task_id, config_id, seq)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS push_leases (
+    task_id TEXT NOT NULL,
+    config_id TEXT NOT NULL,
+    holder TEXT NOT NULL,
+    expires REAL NOT NULL,
+    PRIMARY KEY (task_id, config_id)
+);
+"""
+
+_CONFIG_COLUMNS = "owner, tenant, failures, failed, body"
+
+
+def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
+    """Run ``fn`` in one write transaction (the connection is in autocommit mode otherwise)."""
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        result = fn(conn)
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    conn.execute("COMMIT")
+    return result
+
+
+class SQLitePushStore(PushStore):
+    def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
+        self.path = Path(path)
+        self._durability = durability
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite-push")
+        self._conn: sqlite3.Connection | None = None
+        self._open_lock = threading.Lock()
+        self._config_decoder = decoder_for(TaskPushNotificationConfig)
+
+    # ---- plumbing ----------------------------------------------------------------------
+
+    def _connection(self) -> sqlite3.Connection:
+        if self._conn is None:
+            with self._open_lock:
+                if self._conn is None:
+                    self.path.parent.mkdir(parents=True, exist_ok=True)
+                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
+                    conn.execute("PRAGMA journal_mode=WAL")
+                    conn.execute(f"PRAGMA synchronous={'FULL' if self._durability == 'full' else 'NORMAL'}")
+                    conn.execute("PRAGMA busy_timeout=5000")
+                    conn.executescript(_SCHEMA)
+                    self._conn = conn
+        return self._conn
+
+    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+
+    async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        return await self._run(lambda conn: _in_transaction(conn, fn))
+
+    def _record(self, row: tuple[Any, ...]) -> PushConfigRecord:
+        owner, tenant, failures, failed, body = row
+        return PushConfigRecord(
+            self._config_decoder.decode(body), owner=owner, tenant=tenant, failures=failures, failed=bool(failed)
+        )
+
+    # ---- configs ----------------------------------------------------------------------
+
+    async def put_config(self, record: PushConfigRecord, *, max_configs: int) -> bool:
+        values = (record.task_id, record.config_id, record.owner, record.tenant, encode(record.config))
+
+        def write(conn: sqlite3.Connection) -> bool:
+            others = conn.execute(
+                "SELECT COUNT(*) FROM push_configs WHERE task_id = ? AND config_id != ?", values[:2]
+            ).fetchone()[0]
+            if others >= max_configs:
+                return False
+            conn.execute(
+                "INSERT INTO push_configs (task_id, config_id, owner, tenant, body) VALUES (?, ?, ?, ?, ?) "
+                "ON CONFLICT(task_id, config_id) DO UPDATE SET owner=excluded.owner, tenant=excluded.tenant, "
+                "body=excluded.body, failures=0, failed=0",
+                values,
+            )
+            return True
+
+        return await self._transaction(write)
+
+    async def get_config(self, task_id: str, config_id: str) -> PushConfigRecord | None:
+        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row: tuple[Any, ...] | None = conn.execute(
+                f"SELECT {_CONFIG_COLUMNS} FROM push_configs WHERE task_id = ? AND config_id = ?",
+                (task_id, config_id),
+            ).fetchone()
+            return row
+
+        row = await self._run(read)
+        return None if row is None else self._record(row)
+
+    async def list_configs(self, task_id: str) -> list[PushConfigRecord]:
+        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = conn.execute(
+                f"SELECT {_CONFIG_COLUMNS} FROM push_configs WHERE task_id = ? ORDER BY config_id", (task_id,)
+            ).fetchall()
+            return rows
+
+        return [self._record(row) for row in await self._run(read)]
+
+    async def delete_config(self, task_id: str, config_id: str) -> bool:
+        key = (task_id, config_id)
+
+        def delete(conn: sqlite3.Connection) -> bool:
+            gone = conn.execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?", key).rowcount
+            conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key)
+            return gone > 0
+
+        return await self._transaction(delete)
+
+    # ---- deliveries ---------------------------------------------------------------------
+
+    async def enqueue(self, task_id: str, seq: int, body: bytes, *, max_pending: int) -> list[Enqueued]:
+        def queue_all(conn: sqlite3.Connection) -> list[Enqueued]:
+            config_ids = [
+                row[0]
+                for row in conn.execute(
+                    "SELECT config_id FROM push_configs WHERE task_id = ? AND failed = 0 ORDER BY config_id",
+                    (task_id,),
+                )
+            ]
+            queued: list[Enqueued] = []
+            for config_id in config_ids:
+                key = (task_id, config_id)
+                conn.execute(
+                    "INSERT OR IGNORE INTO push_deliveries (task_id, config_id, seq, body) VALUES (?, ?, ?, ?)",
+                    (*key, seq, body),
+                )
+                count = conn.execute(
+                    "SELECT COUNT(*) FROM push_deliveries WHERE task_id = ? AND config_id = ?", key
+                ).fetchone()[0]
+                dropped = max(0, count - max_pending)
+                if dropped:
+                    conn.execute(
+                        "DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ? AND seq IN "
+                        "(SELECT seq FROM push_deliveries WHERE task_id = ? AND config_id = ? ORDER BY seq LIMIT ?)",
+                        (*key, *key, dropped),
+                    )
+                queued.append(Enqueued(config_id, dropped))
+            return queued
+
+        def write(conn: sqlite3.Connection) -> list[Enqueued]:
+            # Most tasks have no webhook: find that out without taking the write lock.
+            sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
+            if conn.execute(sql, (task_id,)).fetchone() is None:
+                return []
+            return _in_transaction(conn, queue_all)
+
+        return await self._run(write)
+
+    async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
+        key = (task_id, config_id)
+
+        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            row: tuple[Any, ...] | None = conn.execute(
+                "SELECT d.seq, d.body, c.owner, c.tenant, c.failures, c.failed, c.body FROM push_deliveries d "
+                "LEFT JOIN push_configs c ON c.task_id = d.task_id AND c.config_id = d.config_id "
+                "WHERE d.task_id = ? AND d.config_id = ? ORDER BY d.seq LIMIT 1",
+                key,
+            ).fetchone()
+            return row
+
+        def clear_orphans(conn: sqlite3.Connection) -> None:
+            conn.execute(
+                "DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ? AND NOT EXISTS "
+                "(SELECT 1 FROM push_configs c WHERE c.task_id = ? AND c.config_id = ? AND c.failed = 0)",
+                (*key, *key),
+            )
+
+        row = await self._run(read)
+        if row is None:
+            return None
+        if row[6] is None or row[5]:  # the config is gone or failed: its queue goes too
+            await self._transaction(clear_orphans)
+            return None
+        seq, body, *config = row
+        return PendingDelivery(self._record(tuple(config)), seq, body)
+
+    async def ack(self, task_id: str, config_id: str, seq: int) -> None:
+        key = (task_id, config_id)
+
+        def write(conn: sqlite3.Connection) -> None:
+            conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ? AND seq = ?", (*key, seq))
+            conn.execute(
+                "UPDATE push_configs SET failures = 0 WHERE task_id = ? AND config_id = ? AND failures != 0", key
+            )
+
+        await self._transaction(write)
+
+    async def record_failure(self, task_id: str, config_id: str) -> int:
+        key = (task_id, config_id)
+
+        def write(conn: sqlite3.Connection) -> int:
+            conn.execute("UPDATE push_configs SET failures = failures + 1 WHERE task_id = ? AND config_id = ?", key)
+            row = conn.execute("SELECT failures FROM push_configs WHERE task_id = ? AND config_id = ?", key).fetchone()
+            return 0 if row is None else int(row[0])
+
+        return await self._transaction(write)
+
+    async def fail_config(self, task_id: str, config_id: str) -> int:
+        key = (task_id, config_id)
+
+        def write(conn: sqlite3.Connection) -> int:
+            conn.execute("UPDATE push_configs SET failed = 1 WHERE task_id = ? AND config_id = ?", key)
+            return int(conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key).rowcount)
+
+        return await self._transaction(write)
+
+    async def pending(self) -> list[QueueKey]:
+        def read(conn: sqlite3.Connection) -> list[QueueKey]:
+            rows = conn.execute("SELECT DISTINCT task_id, config_id FROM push_deliveries ORDER BY task_id, config_id")
+            return [(str(task_id), str(config_id)) for task_id, config_id in rows]
+
+        return await self._run(read)
+
+    # ---- leases -------------------------------------------------------------------------
+
+    async def acquire_lease(self, task_id: str, config_id: str, holder: str, ttl: float) -> bool:
+        key = (task_id, config_id)
+
+        def write(conn: sqlite3.Connection) -> bool:
+            now = time.time()  # wall clock: several processes may share the file
+            row = conn.execute(
+                "SELECT holder, expires FROM push_leases WHERE task_id = ? AND config_id = ?", key
+            ).fetchone()
+            if row is not None and row[0] != holder and row[1] > now:
+                return False
+            conn.execute(
+                "INSERT OR REPLACE INTO push_leases (task_id, config_id, holder, expires) VALUES (?, ?, ?, ?)",
+                (*key, holder, now + ttl),
+            )
+            return True
+
+        return await self._transaction(write)
+
+    async def release_lease(self, task_id: str, config_id: str, holder: str) -> None:
+        def write(conn: sqlite3.Connection) -> None:
+            sql = "DELETE FROM push_leases WHERE task_id = ? AND config_id = ? AND holder = ?"
+            conn.execute(sql, (task_id, config_id, holder))
+
+        await self._run(write)
+
+    async def close(self) -> None:
+        def shut(conn: sqlite3.Connection) -> None:
+            conn.close()
+
+        if self._conn is not None:
+            await self._run(shut)
+            self._conn = None
+        self._executor.shutdown(wait=True)
