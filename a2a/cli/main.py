@@ -60,6 +60,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
     serve.add_argument(
+        "--no-push", action="store_true", help="do not offer push notifications (they are on by default)"
+    )
+    serve.add_argument(
+        "--push-allow",
+        help="webhook targets allowed besides public addresses: comma-separated CIDRs or host names "
+        "(e.g. 10.0.0.0/8,hooks.internal); private, loopback and link-local targets are refused otherwise",
+    )
+    serve.add_argument(
         "--store",
         help="where tasks live: sqlite:///path/to/tasks.db (default: the file tasks-AGENT-PORT.db under "
         "$A2A_DATA_DIR or ~/.local/share/a2a-net; memory: with --port 0 or --stdio), memory:, or "
@@ -171,7 +179,15 @@ async def _serve(args: argparse.Namespace) -> int:
     )
     store_url = args.store or default_store_url(agent.name, args.port)
     store, bus = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
-    server = A2AServer(agent, store=store, bus=bus, auth=_auth(args), config=config)
+    server = A2AServer(
+        agent,
+        store=store,
+        bus=bus,
+        auth=_auth(args),
+        config=config,
+        push=not args.no_push,
+        push_allow=args.push_allow,
+    )
     try:
         url = await server.start()
     except OSError as exc:

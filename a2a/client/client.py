@@ -213,12 +213,14 @@ class A2AClient:
         history_length: int | None = None,
         accepted_output_modes: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
+        push: t.TaskPushNotificationConfig | None = None,
         timeout: float | None = None,
     ) -> t.Task | t.Message:
         """Send a message; returns the agent's Message or the Task (finished or interrupted,
-        unless ``return_immediately``). Retries resend the same ``messageId``."""
+        unless ``return_immediately``). ``push``: a webhook for the task's events. Retries
+        resend the same ``messageId``."""
         request = self._send_request(
-            content, task_id, context_id, return_immediately, history_length, accepted_output_modes, metadata
+            content, task_id, context_id, return_immediately, history_length, accepted_output_modes, metadata, push
         )
         response: t.SendMessageResponse = await self._call("SendMessage", request, timeout)
         return response.task if isinstance(response.message, t.UnsetType) else response.message  # type: ignore[return-value]
@@ -236,7 +238,7 @@ class A2AClient:
     ) -> AsyncIterator[t.StreamResponse]:
         """Send a message and follow what happens: a Message, or the Task and then its events."""
         request = self._send_request(
-            content, task_id, context_id, False, history_length, accepted_output_modes, metadata
+            content, task_id, context_id, False, history_length, accepted_output_modes, metadata, None
         )
         async for item in self._stream("SendStreamingMessage", request, timeout):
             yield item.event
@@ -250,14 +252,16 @@ class A2AClient:
         history_length: int | None,
         accepted_output_modes: list[str] | None,
         metadata: dict[str, Any] | None,
+        push: t.TaskPushNotificationConfig | None,
     ) -> t.SendMessageRequest:
         message = user_message(content, task_id=task_id, context_id=context_id)
         config = None
-        if return_immediately or history_length is not None or accepted_output_modes:
+        if return_immediately or history_length is not None or accepted_output_modes or push:
             config = t.SendMessageConfiguration(
                 return_immediately=return_immediately,
                 history_length=history_length,
                 accepted_output_modes=accepted_output_modes,
+                task_push_notification_config=push,
             )
         return t.SendMessageRequest(message=message, configuration=config, metadata=metadata)
 
@@ -296,6 +300,38 @@ class A2AClient:
         """The task now, then its events until it ends or asks for input."""
         async for item in self._stream("SubscribeToTask", t.SubscribeToTaskRequest(id=task_id)):
             yield item.event
+
+    async def create_push_config(
+        self,
+        task_id: str,
+        url: str,
+        *,
+        token: str | None = None,
+        authentication: t.AuthenticationInfo | None = None,
+        config_id: str | None = None,
+    ) -> t.TaskPushNotificationConfig:
+        """Have the agent POST every later event of the task to ``url`` (a webhook)."""
+        config = t.TaskPushNotificationConfig(
+            url=url, id=config_id, task_id=task_id, token=token, authentication=authentication
+        )
+        result: t.TaskPushNotificationConfig = await self._call("CreateTaskPushNotificationConfig", config)
+        return result
+
+    async def get_push_config(self, task_id: str, config_id: str) -> t.TaskPushNotificationConfig:
+        request = t.GetTaskPushNotificationConfigRequest(task_id=task_id, id=config_id)
+        result: t.TaskPushNotificationConfig = await self._call("GetTaskPushNotificationConfig", request)
+        return result
+
+    async def list_push_configs(
+        self, task_id: str, *, page_size: int | None = None, page_token: str | None = None
+    ) -> t.ListTaskPushNotificationConfigsResponse:
+        request = t.ListTaskPushNotificationConfigsRequest(task_id=task_id, page_size=page_size, page_token=page_token)
+        result: t.ListTaskPushNotificationConfigsResponse = await self._call("ListTaskPushNotificationConfigs", request)
+        return result
+
+    async def delete_push_config(self, task_id: str, config_id: str) -> None:
+        request = t.DeleteTaskPushNotificationConfigRequest(task_id=task_id, id=config_id)
+        await self._call("DeleteTaskPushNotificationConfig", request)
 
     async def get_extended_card(self) -> t.AgentCard:
         result: t.AgentCard = await self._call("GetExtendedAgentCard", t.GetExtendedAgentCardRequest())

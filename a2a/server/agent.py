@@ -193,6 +193,7 @@ class Agent:
         *,
         security_schemes: dict[str, SecurityScheme] | None = None,
         security_requirements: list[SecurityRequirement] | None = None,
+        push_notifications: bool = False,
     ) -> AgentCard:
         skills = [s.card for s in self.skills] or [
             AgentSkill(id="default", name=self.name, description=self.description or self.name, tags=["general"])
@@ -204,7 +205,7 @@ class Agent:
             supported_interfaces=interfaces,
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
-                push_notifications=False,
+                push_notifications=push_notifications,
                 extended_agent_card=self.offers_extended_card,
                 extensions=self.extensions or None,
             ),

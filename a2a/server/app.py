@@ -17,6 +17,7 @@ from aiohttp import web
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.version import PROTOCOL_VERSION
+from ..ssrf import OutboundPolicy
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
@@ -24,7 +25,8 @@ from .bus import EventBus
 from .handler import RequestHandler
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
-from .store import TaskStore
+from .push import PushNotifier, push_store_for
+from .store import InMemoryTaskStore, TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
 __all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
@@ -63,11 +65,23 @@ class A2AServer:
         bus: EventBus | None = None,
         auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
         config: ServerConfig | None = None,
+        push: PushNotifier | bool = False,
+        push_allow: str | Sequence[str] | None = None,
     ) -> None:
+        """``push=True`` offers push notifications, configs kept beside the tasks (same SQLite
+        file or Redis); webhooks must be public addresses unless ``push_allow`` lists CIDRs or
+        host names (e.g. ``"127.0.0.0/8"`` for tests). A ``PushNotifier`` may be given instead."""
         self.agent = agent
         self.config = config or ServerConfig()
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-        self.handler = RequestHandler(agent, store, bus)
+        task_store = store or InMemoryTaskStore()
+        notifier: PushNotifier | None = None
+        if isinstance(push, PushNotifier):
+            notifier = push
+        elif push:
+            guard = OutboundPolicy.from_allow_list(push_allow) if push_allow else None
+            notifier = PushNotifier(push_store_for(task_store), guard=guard)
+        self.handler = RequestHandler(agent, task_store, bus, notifier)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.AppRunner | None = None
         self.url: str | None = self.config.public_url
@@ -91,7 +105,10 @@ class A2AServer:
     def card(self, base_url: str) -> AgentCard:
         schemes, requirements = self.authenticator.card_fields()
         return self.agent.build_card(
-            self.interfaces(base_url), security_schemes=schemes, security_requirements=requirements
+            self.interfaces(base_url),
+            security_schemes=schemes,
+            security_requirements=requirements,
+            push_notifications=self.handler.push is not None,
         )
 
     def _card_body(self, base_url: str) -> tuple[bytes, str]:

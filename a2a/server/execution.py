@@ -30,6 +30,7 @@ from ..types import (
 )
 from .bus import EventBus
 from .events import LoggedEvent
+from .push import PushNotifier
 from .store import IdempotencyRecord, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -66,12 +67,14 @@ class Run:
         record: TaskRecord,
         bus: EventBus,
         materialized: bool,
+        push: PushNotifier | None = None,
         idempotency_key: tuple[str, str, str] | None,
         idempotency: IdempotencyRecord | None,
     ) -> None:
         self.store = store
         self.record = record
         self.bus = bus
+        self.push = push
         self.materialized = materialized
         self._idem_key = idempotency_key
         self._idem = idempotency
@@ -205,6 +208,9 @@ class Run:
             await self.store.save(self.record)
             self._saved_at = now
         await self.bus.publish(self.task_id, logged)
+        if self.push is not None:
+            # Under the run's lock, so the webhooks' queues get the events in order.
+            await self.push.notify(self.task_id, logged)
 
     async def publish_status(self, state: TaskState, message: Message | None) -> None:
         async with self._lock:

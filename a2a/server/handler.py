@@ -37,6 +37,7 @@ from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
+from .push import PushNotifier
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
 
 __all__ = ["CallContext", "RequestHandler"]
@@ -98,10 +99,18 @@ def _accepts(accepted: list[str], offered: list[str]) -> bool:
 class RequestHandler:
     """Serves one agent. Owns the task store and the runs in flight in this process."""
 
-    def __init__(self, agent: Agent, store: TaskStore | None = None, bus: EventBus | None = None) -> None:
+    def __init__(
+        self,
+        agent: Agent,
+        store: TaskStore | None = None,
+        bus: EventBus | None = None,
+        push: PushNotifier | None = None,
+    ) -> None:
         self.agent = agent
         self.store = store or InMemoryTaskStore()
         self.bus = bus or InMemoryEventBus()
+        #: Push notifications (``None``: the capability is off and its operations are -32003).
+        self.push = push
         self.bus.on_cancel_request(self._cancel_requested)
         self._runs: dict[str, Run] = {}
         self._reapers: set[asyncio.Task[None]] = set()
@@ -111,10 +120,10 @@ class RequestHandler:
             "GetTask": self.get_task,
             "ListTasks": self.list_tasks,
             "CancelTask": self.cancel_task,
-            "CreateTaskPushNotificationConfig": self._push_unsupported,
-            "GetTaskPushNotificationConfig": self._push_unsupported,
-            "ListTaskPushNotificationConfigs": self._push_unsupported,
-            "DeleteTaskPushNotificationConfig": self._push_unsupported,
+            "CreateTaskPushNotificationConfig": self.create_push_config,
+            "GetTaskPushNotificationConfig": self.get_push_config,
+            "ListTaskPushNotificationConfigs": self.list_push_configs,
+            "DeleteTaskPushNotificationConfig": self.delete_push_config,
             "GetExtendedAgentCard": self.get_extended_card,
         }
         self._streaming: dict[str, Callable[[Any, CallContext], AsyncIterator[LoggedEvent]]] = {
@@ -206,6 +215,10 @@ class RequestHandler:
             # message was never accepted, so it runs now, under the id it was given then.
             task_id = claim.task_id = previous.task_id or task_id
             await self.store.update_message(key, claim)
+        push_config = req.configuration.task_push_notification_config if req.configuration else None
+        if push_config is not None and self.push is not None:
+            # Registered before the agent can publish, so the webhook gets every event.
+            await self.push.create(task_id, ctx.owner, tenant, push_config)
         run = self._begin(req, ctx, existing_record, task_id, key, claim)
         if materialize or existing_record is not None:
             await run.open()
@@ -293,6 +306,7 @@ class RequestHandler:
             store=self.store,
             record=record,
             bus=self.bus,
+            push=self.push,
             materialized=False,
             idempotency_key=key,
             idempotency=claim,
@@ -320,7 +334,7 @@ class RequestHandler:
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration
         if config is not None:
-            if config.task_push_notification_config is not None:
+            if config.task_push_notification_config is not None and self.push is None:
                 raise PushNotificationNotSupportedError()
             if config.history_length is not None and config.history_length < 0:
                 raise InvalidParamsError("configuration.historyLength must be >= 0")
@@ -421,7 +435,13 @@ class RequestHandler:
     async def _end_idle(self, record: TaskRecord, state: t.TaskState, note: t.Message | None) -> None:
         """Give a task no agent code is running for its final state."""
         run = Run(
-            store=self.store, record=record, bus=self.bus, materialized=True, idempotency_key=None, idempotency=None
+            store=self.store,
+            record=record,
+            bus=self.bus,
+            push=self.push,
+            materialized=True,
+            idempotency_key=None,
+            idempotency=None,
         )
         await run.publish_status(state, note)
 
@@ -450,8 +470,42 @@ class RequestHandler:
 
     # ---- the rest ----------------------------------------------------------------------
 
-    async def _push_unsupported(self, _req: Any, _ctx: CallContext) -> Any:
-        raise PushNotificationNotSupportedError()
+    def _notifier(self) -> PushNotifier:
+        if self.push is None:
+            raise PushNotificationNotSupportedError()
+        return self.push
+
+    async def create_push_config(
+        self, req: t.TaskPushNotificationConfig, ctx: CallContext
+    ) -> t.TaskPushNotificationConfig:
+        notifier = self._notifier()
+        record = await self._owned(req.task_id or "", ctx, req.tenant)
+        if record.task.status.state.is_terminal:
+            raise UnsupportedOperationError(f"Task {record.task.id} has ended: it sends no more notifications")
+        return await notifier.create(record.task.id, ctx.owner, req.tenant or "", req)
+
+    async def get_push_config(
+        self, req: t.GetTaskPushNotificationConfigRequest, ctx: CallContext
+    ) -> t.TaskPushNotificationConfig:
+        notifier = self._notifier()
+        await self._owned(req.task_id, ctx, req.tenant)
+        found = await notifier.get(req.task_id, req.id)
+        if found is None:
+            raise TaskNotFoundError(f"Task {req.task_id} has no push notification config {req.id!r}")
+        return found
+
+    async def list_push_configs(
+        self, req: t.ListTaskPushNotificationConfigsRequest, ctx: CallContext
+    ) -> t.ListTaskPushNotificationConfigsResponse:
+        notifier = self._notifier()
+        await self._owned(req.task_id, ctx, req.tenant)
+        return await notifier.list(req.task_id, req.page_size, req.page_token)
+
+    async def delete_push_config(self, req: t.DeleteTaskPushNotificationConfigRequest, ctx: CallContext) -> None:
+        notifier = self._notifier()
+        await self._owned(req.task_id, ctx, req.tenant)
+        if not await notifier.delete(req.task_id, req.id):
+            raise TaskNotFoundError(f"Task {req.task_id} has no push notification config {req.id!r}")
 
     async def get_extended_card(self, _req: t.GetExtendedAgentCardRequest, ctx: CallContext) -> t.AgentCard:
         if not self.agent.offers_extended_card:
@@ -466,6 +520,8 @@ class RequestHandler:
         """Before serving: start the bus, and end tasks a dead server left running. On a shared
         bus, keep sweeping, since any replica may die."""
         await self.bus.start()
+        if self.push is not None:
+            await self.push.start()
         recovered = await self.recover()
         if recovered:
             log.warning("marked %d task(s) FAILED: they were running when their server stopped", recovered)
@@ -486,6 +542,9 @@ class RequestHandler:
             self._sweeper.cancel()
         runs = list(self._runs.values())
         await asyncio.gather(*(run.cancel(shutdown=True, wait=5.0) for run in runs), return_exceptions=True)
+        if self.push is not None:
+            await self.push.close()
+            await self.push.store.close()
         await self.bus.close()
         await self.store.close()
 

@@ -140,7 +140,7 @@ def push_store_for(task_store: TaskStore) -> PushStore:
     if isinstance(task_store, SQLiteTaskStore):
         from .sqlite import SQLitePushStore
 
-        return SQLitePushStore(task_store.path, durability=task_store._durability)
+        return SQLitePushStore(task_store.path, durability=task_store.durability)
     if isinstance(task_store, RedisTaskStore):
         from .redis import RedisPushStore
 

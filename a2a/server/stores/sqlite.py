@@ -74,7 +74,7 @@ class SQLiteTaskStore(TaskStore):
         self._lock_file: Any = None
         if exclusive:
             self._lock_exclusively()
-        self._durability = durability
+        self.durability = durability
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite")
         self._conn: sqlite3.Connection | None = None
         self._open_lock = threading.Lock()
@@ -107,7 +107,7 @@ class SQLiteTaskStore(TaskStore):
                     self.path.parent.mkdir(parents=True, exist_ok=True)
                     conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
                     conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute(f"PRAGMA synchronous={'FULL' if self._durability == 'full' else 'NORMAL'}")
+                    conn.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}")
                     conn.execute("PRAGMA busy_timeout=5000")
                     conn.executescript(_SCHEMA)
                     self._conn = conn
