@@ -7,6 +7,7 @@ Used for agents that run inside the caller's process and for fast tests.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -39,8 +40,13 @@ class LocalTransport(ClientTransport):
         result = await self.handler.call(method.name, _copy(params, method.request_type), self.context)
         return _copy(result, method.result_type)
 
-    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
-        events = self.handler.stream(method.name, _copy(params, method.request_type), self.context)
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        context = (
+            self.context if last_event_id is None else dataclasses.replace(self.context, last_event_id=last_event_id)
+        )
+        events = self.handler.stream(method.name, _copy(params, method.request_type), context)
         async for logged in events:
             event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
             yield StreamItem(event, str(logged.seq) if logged.seq else None)

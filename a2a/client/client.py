@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import shlex
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
@@ -11,9 +12,9 @@ from typing import Any
 import httpx
 
 from .. import types as t
-from ..errors import CardResolutionError
+from ..errors import CardResolutionError, TransportError, UnsupportedOperationError
 from ..protocol.connection import WEBSOCKET_BINDING
-from ..protocol.methods import METHODS
+from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..transport.base import ClientTransport, StreamItem
 from ..transport.http import JsonRpcTransport, RestTransport
@@ -25,6 +26,8 @@ from .card import choose_interface, fetch_card
 from .retry import RetryPolicy
 
 __all__ = ["A2AClient", "user_message"]
+
+log = logging.getLogger("a2a.client")
 
 
 def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
@@ -71,6 +74,30 @@ def user_message(
         context_id=context_id,
         metadata=metadata,
     )
+
+
+class _StreamPosition:
+    """What a stream has delivered: the task and the last event id, to resume it exactly."""
+
+    def __init__(self) -> None:
+        self.task_id: str | None = None
+        self.seq: int | None = None
+
+    @property
+    def resumable(self) -> bool:
+        return self.task_id is not None and self.seq is not None
+
+    def fresh(self, item: StreamItem) -> bool:
+        """Note the item; False for one already delivered (a resumed stream may repeat one)."""
+        payload = item.event.payload
+        if self.task_id is None:
+            self.task_id = payload.id if isinstance(payload, t.Task) else getattr(payload, "task_id", None)
+        if item.event_id is not None and item.event_id.isdigit():
+            seq = int(item.event_id)
+            if self.seq is not None and seq <= self.seq:
+                return False
+            self.seq = seq
+        return True
 
 
 class A2AClient:
@@ -181,25 +208,51 @@ class A2AClient:
         return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
 
     async def _stream(self, method: str, params: Any, timeout: float | None = None) -> AsyncIterator[StreamItem]:
-        """Retried until the first event arrives; after that a failure ends the stream."""
+        """Retried until the first event arrives. After that, a broken connection is resumed:
+        the task's stream is asked for again from the last event seen (``Last-Event-ID``), so
+        the caller gets every event once, in order, as long as the server still retains them."""
         transport = await self.connect()
         spec = METHODS[method]
         per_call = self.timeout if timeout is None else timeout
+        position = _StreamPosition()
 
-        async def open_stream() -> tuple[AsyncIterator[StreamItem], StreamItem | None]:
-            events = transport.stream(spec, params, timeout=per_call).__aiter__()
+        async def open_stream(
+            spec: MethodSpec, params: Any, last: int | None
+        ) -> tuple[AsyncIterator[StreamItem], StreamItem | None]:
+            events = transport.stream(spec, params, timeout=per_call, last_event_id=last).__aiter__()
             try:
                 return events, await events.__anext__()
             except StopAsyncIteration:
                 return events, None
 
-        events, first = await self.retry.run(open_stream, what=method)
-        if first is None:
-            return
+        events, first = await self.retry.run(lambda: open_stream(spec, params, None), what=method)
         try:
-            yield first
-            async for item in events:
-                yield item
+            item = first
+            while item is not None:
+                if position.fresh(item):
+                    yield item
+                try:
+                    item = await events.__anext__()
+                except StopAsyncIteration:
+                    return
+                except TransportError as exc:
+                    if not exc.retryable or not position.resumable:
+                        raise
+                    log.info(
+                        "stream of task %s broke (%s); resuming after event %s", position.task_id, exc, position.seq
+                    )
+                    await events.aclose()  # type: ignore[attr-defined]
+                    resume = t.SubscribeToTaskRequest(id=position.task_id or "")
+                    try:
+                        events, item = await self.retry.run(
+                            lambda resume=resume: open_stream(METHODS["SubscribeToTask"], resume, position.seq),  # type: ignore[misc]
+                            what=f"resume the stream of task {position.task_id}",
+                        )
+                    except UnsupportedOperationError:
+                        # The task ended and its events are no longer kept: its final state
+                        # ends the stream.
+                        yield StreamItem(t.StreamResponse(task=await self.get_task(resume.id)))
+                        return
         finally:
             await events.aclose()  # type: ignore[attr-defined]
 

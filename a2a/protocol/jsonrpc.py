@@ -40,6 +40,8 @@ class Call:
     id: t.RequestId
     method: MethodSpec
     params: Any
+    #: Resume a stream after this sequence number (the envelope's ``lastEventId``).
+    last_event_id: int | None = None
 
 
 class RequestError(Exception):
@@ -74,12 +76,15 @@ def decode_call(body: bytes | str) -> Call:
     spec = METHODS.get(env.method)
     if spec is None:
         raise RequestError(MethodNotFoundError(f"Method not found: {env.method!r}"), request_id)
+    resume = env.last_event_id
+    if resume is not t.UNSET and (isinstance(resume, bool) or not isinstance(resume, int) or resume < 0):
+        raise RequestError(InvalidRequestError('"lastEventId" must be a non-negative integer'), request_id)
     raw = env.params if isinstance(env.params, msgspec.Raw) else b"{}"
     try:
         params: Any = decode_as(raw, spec.request_type)
     except ProtocolError as exc:  # invalid params, or invalid UTF-8 inside them
         raise RequestError(exc, request_id) from exc
-    return Call(request_id, spec, params)
+    return Call(request_id, spec, params, None if resume is t.UNSET else resume)
 
 
 def encode_result(request_id: t.RequestId, result: Any) -> bytes:
@@ -104,8 +109,11 @@ class RequestIdCounter:
         return next(self._next)
 
 
-def encode_request(request_id: t.RequestId, method: str, params: Any) -> bytes:
-    return encode({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+def encode_request(request_id: t.RequestId, method: str, params: Any, *, last_event_id: int | None = None) -> bytes:
+    envelope: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+    if last_event_id is not None:
+        envelope["lastEventId"] = last_event_id
+    return encode(envelope)
 
 
 class _Response(msgspec.Struct):

@@ -14,6 +14,7 @@ Closing the connection stops its streams; it never cancels a task (tasks belong 
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import logging
 from collections.abc import Awaitable, Callable, Mapping
@@ -176,7 +177,10 @@ class RpcConnection:
                     "wait for answers before sending more"
                 ),
             )
-        run = self._stream(call, self.ctx) if call.method.streaming else self._unary(call, self.ctx)
+        ctx = (
+            self.ctx if call.last_event_id is None else dataclasses.replace(self.ctx, last_event_id=call.last_event_id)
+        )
+        run = self._stream(call, ctx) if call.method.streaming else self._unary(call, ctx)
         task = asyncio.get_running_loop().create_task(run, name=f"a2a-rpc-{call.method.name}-{request_id}")
         self._tasks[request_id] = task
         if call.method.streaming:

@@ -35,8 +35,11 @@ class ClientTransport(abc.ABC):
         """A unary call; returns an instance of ``method.result_type`` (or ``None``)."""
 
     @abc.abstractmethod
-    def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
-        """A streaming call; yields events until the server ends the stream."""
+    def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        """A streaming call; yields events until the server ends the stream. ``last_event_id``
+        resumes a task's stream after that event (the server replays what it still retains)."""
 
     async def close(self) -> None:  # noqa: B027 - transports without resources need nothing here
         """Release connections."""

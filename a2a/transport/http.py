@@ -158,8 +158,13 @@ class JsonRpcTransport(_HttpTransport):
         self._check(response, body)
         return decode_response(body, method.result_type)
 
-    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
-        response = await self._open_stream(self._request(method, params, "text/event-stream"), timeout)
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        request = self._request(method, params, "text/event-stream")
+        if last_event_id is not None:
+            request.headers["Last-Event-ID"] = str(last_event_id)
+        response = await self._open_stream(request, timeout)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             body = await response.aread()
             await response.aclose()
@@ -243,8 +248,13 @@ class RestTransport(_HttpTransport):
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise InvalidResponseError(f"Peer sent an invalid {method.result_type.__name__}: {exc}") from exc
 
-    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
-        response = await self._open_stream(self._request(method, params, "text/event-stream"), timeout)
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        request = self._request(method, params, "text/event-stream")
+        if last_event_id is not None:
+            request.headers["Last-Event-ID"] = str(last_event_id)
+        response = await self._open_stream(request, timeout)
         if not response.headers.get("content-type", "").startswith("text/event-stream"):
             body = await response.aread()
             await response.aclose()

@@ -89,7 +89,9 @@ class Multiplexer:
 
     # ---- sending -----------------------------------------------------------------------
 
-    async def _open(self, method: str, params: Any, streaming: bool) -> tuple[int, _Pending]:
+    async def _open(
+        self, method: str, params: Any, streaming: bool, last_event_id: int | None = None
+    ) -> tuple[int, _Pending]:
         if self.error is not None:
             raise self.error
         await self._slots.acquire()
@@ -99,7 +101,7 @@ class Multiplexer:
         request_id = self._ids()
         pending = self._pending[request_id] = _Pending(streaming)
         try:
-            await self._send(encode_request(request_id, method, params))
+            await self._send(encode_request(request_id, method, params, last_event_id=last_event_id))
         except BaseException:
             self._finish(request_id)
             raise
@@ -122,9 +124,10 @@ class Multiplexer:
             raise RequestTimeoutError(f"no answer to {method} (id {request_id}) within {timeout}s") from None
         return _result(frame, result_type)
 
-    async def stream(self, method: str, params: Any) -> AsyncIterator[StreamEvent]:
-        """A streaming call: events until the server's end frame; abandoning it sends ``$/cancel``."""
-        request_id, pending = await self._open(method, params, True)
+    async def stream(self, method: str, params: Any, last_event_id: int | None = None) -> AsyncIterator[StreamEvent]:
+        """A streaming call: events until the server's end frame; abandoning it sends ``$/cancel``.
+        ``last_event_id``: resume a task's stream after that event."""
+        request_id, pending = await self._open(method, params, True, last_event_id)
         assert pending.frames is not None
         try:
             while True:

@@ -316,9 +316,11 @@ class StdioTransport(ConnectionTransport):
         child = await self._running(timeout)
         return await child.mux.get_card(timeout=timeout)
 
-    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         child = await self._running(timeout)
-        events = child.mux.stream(method.name, with_tenant(params, self.tenant))
+        events = child.mux.stream(method.name, with_tenant(params, self.tenant), last_event_id)
         try:
             async for event in events:
                 yield event.item

@@ -233,11 +233,15 @@ class WebSocketTransport(ConnectionTransport):
         conn = await self._connection(timeout)
         return await conn.mux.get_card(timeout=timeout)
 
-    async def stream(self, method: MethodSpec, params: Any, *, timeout: float | None) -> AsyncIterator[StreamItem]:
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
         params = with_tenant(params, self.tenant)
         conn = await self._connection(timeout)
         followed = _Followed(params.id if method.name == "SubscribeToTask" else None)
-        events: AsyncIterator[StreamEvent] = conn.mux.stream(method.name, params)
+        if last_event_id is not None:
+            followed.last_seq = last_event_id
+        events: AsyncIterator[StreamEvent] = conn.mux.stream(method.name, params, last_event_id)
         try:
             while True:
                 try:
@@ -261,7 +265,8 @@ class WebSocketTransport(ConnectionTransport):
         assert followed.task_id is not None
         conn = await self._connection(timeout)
         request = t.SubscribeToTaskRequest(id=followed.task_id, tenant=self.tenant)
-        events = conn.mux.stream("SubscribeToTask", request)
+        # The server replays exactly what came after the last event seen (while it retains them).
+        events = conn.mux.stream("SubscribeToTask", request, followed.last_seq or None)
         try:
             first = await events.__anext__()
         except StopAsyncIteration:

@@ -20,6 +20,9 @@ class JSONRPCRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
     method: Any = UNSET
     id: Any = UNSET
     params: msgspec.Raw | UnsetType = UNSET
+    #: a2a-net: resume a stream after this event sequence number (WebSocket and stdio; over
+    #: HTTP the SSE ``Last-Event-ID`` header says the same).
+    last_event_id: Any = msgspec.field(default=UNSET, name="lastEventId")
 
 
 class JSONRPCError(msgspec.Struct, omit_defaults=True, kw_only=True):
