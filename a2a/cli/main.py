@@ -13,7 +13,6 @@ import logging
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -121,9 +120,24 @@ def _parser() -> argparse.ArgumentParser:
         cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
         cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
 
-    demo = sub.add_parser("demo", help="serve the echo agent on a free port and talk to it")
-    demo.add_argument("--json", action="store_true")
+    _add_plugin_commands(sub)
     return parser
+
+
+#: Entry-point group through which other packages add subcommands (``a2a supervise``, ``a2a
+#: demo``): each entry is a ``register(subparsers)`` that adds its parser with ``func=`` set to
+#: an ``async def run(args) -> int``. This keeps ``a2a`` free of imports of those packages.
+PLUGIN_GROUP = "a2a_net.commands"
+
+
+def _add_plugin_commands(sub: Any) -> None:
+    from importlib.metadata import entry_points
+
+    for entry in entry_points(group=PLUGIN_GROUP):
+        try:
+            entry.load()(sub)
+        except Exception as exc:  # noqa: BLE001 - a broken plugin must not take the CLI down with it
+            log.warning("the a2a command %r could not be loaded: %s: %s", entry.name, type(exc).__name__, exc)
 
 
 # ---- serve --------------------------------------------------------------------------------
@@ -188,6 +202,8 @@ async def _serve(args: argparse.Namespace) -> int:
         push=not args.no_push,
         push_allow=args.push_allow,
     )
+    # Before anything can be served: a signal during start-up then ends it cleanly too.
+    stop = _stop_on_signals()
     try:
         url = await server.start()
     except OSError as exc:
@@ -196,10 +212,6 @@ async def _serve(args: argparse.Namespace) -> int:
     for skill in server.card(url).skills:
         print(f"  skill {skill.id}: {skill.description}", flush=True)
     print(f"  tasks in {_shown_store(store_url)}", flush=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        loop.add_signal_handler(sig, stop.set)
     try:
         await stop.wait()
     finally:
@@ -209,14 +221,20 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _serve_stdio(args: argparse.Namespace) -> int:
     out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
+    stop = _stop_on_signals()
     agent = _load_agent(args.target, args.agent_options)
     store, bus = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
+    config = StdioConfig(max_line_bytes=args.max_body_bytes)
+    return await serve_stdio(agent, store=store, bus=bus, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+
+
+def _stop_on_signals() -> asyncio.Event:
+    """An event set by SIGINT or SIGTERM (which then no longer end the process abruptly)."""
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    config = StdioConfig(max_line_bytes=args.max_body_bytes)
-    return await serve_stdio(agent, store=store, bus=bus, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+    return stop
 
 
 def _namespace(agent: Agent) -> str:
@@ -319,28 +337,6 @@ async def _client_command(args: argparse.Namespace) -> int:
         return 0
 
 
-def _echo_example() -> Agent:
-    examples = Path(__file__).resolve().parents[2] / "examples" / "echo_agent.py"
-    return _load_agent(f"{examples}:agent")
-
-
-async def _demo(args: argparse.Namespace) -> int:
-    agent = _echo_example()
-    async with A2AServer(agent, config=ServerConfig(port=0)) as server:
-        assert server.url is not None
-        print(f"Serving {agent.name!r} at {server.url}")
-        async with A2AClient(server.url) as client:
-            card = await client.get_card()
-            print(f"\n$ a2a card {server.url}")
-            show(card)
-            print(f"\n$ a2a send {server.url} 'hello, A2A'")
-            show(await client.send("hello, A2A"))
-            print(f"\n$ a2a send {server.url} stream:3 --stream")
-            async for event in client.stream("stream:3"):
-                show_event(event)
-    return 0
-
-
 # ---- entry point --------------------------------------------------------------------------
 
 
@@ -364,7 +360,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"a2a: unknown --log-level {args.log_level!r}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    command = {"serve": _serve, "demo": _demo}.get(args.command, _client_command)
+    command = getattr(args, "func", None) or {"serve": _serve}.get(args.command, _client_command)
     try:
         return _run(command, args)
     except KeyboardInterrupt:

@@ -89,7 +89,8 @@ class RequestContext:
         return list(self.task.history or []) if self.task else []
 
     def set_task_metadata(self, key: str, value: Any) -> None:
-        """Put ``key`` in the task's metadata; it is saved and sent with the next event."""
+        """Put ``key`` in the task's metadata; it is saved with the next event (and
+        ``a2a-net/usage`` also travels in the metadata of every later status event)."""
         task = self._run.task
         task.metadata = {**(task.metadata or {}), key: value}
 

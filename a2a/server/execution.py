@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 import msgspec
 
+from ..metadata import USAGE_KEY
 from ..protocol.codec import encode
 from ..types import (
     Artifact,
@@ -224,7 +225,14 @@ class Run:
         task.status = status
         if message is not None:
             task.history = [*(task.history or []), message]
-        event = TaskStatusUpdateEvent(task_id=task.id, context_id=self.context_id, status=status)
+        # Model use travels with the status (metadata only changes between events).
+        usage = (task.metadata or {}).get(USAGE_KEY)
+        event = TaskStatusUpdateEvent(
+            task_id=task.id,
+            context_id=self.context_id,
+            status=status,
+            metadata={USAGE_KEY: usage} if usage is not None else None,
+        )
         await self._save_and_log(StreamResponse(status_update=event))
         if state.is_terminal or state.is_interrupted:
             self.settled.set()

@@ -1,0 +1,183 @@
+"""Supervisor benchmarks: the overhead it adds per delegation, and a 100-item fan-out over 10 agents.
+
+    .venv/bin/python benchmarks/supervisor_bench.py [--items 200] [--agents 10] [--fanout 100]
+
+The agents are the echo agent (``examples/echo_agent.py``), each in its own child process
+(``a2a serve ... --port 0``), on loopback; every child is stopped by its PID at the end. The
+supervisor runs the offline planner (no model), so what is measured is the supervisor itself:
+planning, the LangGraph steps, checkpoints, events, the delegation machinery.
+
+1. **Overhead per delegation.** N items run one after another (``strategy: sequential``) against
+   one echo agent, and the time per item is compared with a bare ``A2AClient.stream`` of the same
+   message (the floor: one HTTP request and its SSE answer). Measured with the in-memory and the
+   SQLite checkpointer, and for an in-process agent (no network at all).
+2. **Fan-out.** 100 independent items against 10 echo agents (``strategy: parallel``), at
+   ``max_concurrency`` 10 and 100: wall time, items per second, and how the items were spread.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import os
+import signal
+import statistics
+import sys
+import tempfile
+import time
+from collections import Counter
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from a2a import A2AClient, RetryPolicy  # noqa: E402
+from a2a.local import local_client  # noqa: E402
+from supervisor import Supervisor  # noqa: E402
+from tests.conftest import load_example  # noqa: E402
+
+ECHO = "examples/echo_agent.py:agent"
+
+
+@contextlib.asynccontextmanager
+async def echo_agents(count: int) -> AsyncIterator[list[str]]:
+    """``count`` echo agents, each in a child process on a free port; stopped by PID on exit."""
+    children: list[asyncio.subprocess.Process] = []
+    try:
+        for _ in range(count):
+            children.append(
+                await asyncio.create_subprocess_exec(
+                    sys.executable,
+                    "-m",
+                    "a2a.cli.main",
+                    "serve",
+                    ECHO,
+                    "--port",
+                    "0",
+                    cwd=ROOT,
+                    stdout=asyncio.subprocess.PIPE,
+                    stderr=asyncio.subprocess.DEVNULL,
+                )
+            )
+        urls = []
+        for child in children:
+            assert child.stdout is not None
+            line = (await asyncio.wait_for(child.stdout.readline(), 30)).decode()
+            urls.append(line.rsplit(" at ", 1)[1].strip())
+        yield urls
+    finally:
+        for child in children:
+            if child.returncode is None:
+                os.kill(child.pid, signal.SIGTERM)
+        for child in children:
+            try:
+                await asyncio.wait_for(child.wait(), 10)
+            except TimeoutError:
+                os.kill(child.pid, signal.SIGKILL)
+                await child.wait()
+
+
+async def bare_client(url: str, n: int, text: str) -> float:
+    """Seconds per message for a bare streamed send (the floor)."""
+    async with A2AClient(url, retry=RetryPolicy.none()) as client:
+        await client.get_card()
+        async for _ in client.stream(text):
+            pass
+        began = time.perf_counter()
+        for _ in range(n):
+            async for _ in client.stream(text):
+                pass
+        return (time.perf_counter() - began) / n
+
+
+async def supervised(agents: list[Any], n: int, text: str, **settings: Any) -> float:
+    """Seconds per item when the supervisor runs ``n`` items (``text`` each) one by one."""
+    objective = "\n".join(text for _ in range(n))
+    async with Supervisor(agents, max_steps=10 * n, **settings) as sup:
+        await sup.run(text)
+        began = time.perf_counter()
+        result = await sup.run(objective)
+        elapsed = time.perf_counter() - began
+    assert result.status == "completed", result.final[-500:]
+    return elapsed / n
+
+
+#: What each item asks the echo agent: a plain message back, or a task that streams 2 chunks.
+SHAPES = {"message reply": "work on an item", "task (2 chunks)": "stream:2"}
+
+
+async def overhead(n: int, tmp: Path) -> None:
+    print(f"\n1. Overhead per delegation ({n} items, one after another, offline planner, echo agent)")
+    async with echo_agents(1) as (url,):
+        for shape, text in SHAPES.items():
+            floor = statistics.median([await bare_client(url, n, text) for _ in range(3)])
+            print(f"   [{shape}] bare A2AClient.stream over HTTP          {floor * 1e3:6.2f} ms per message")
+            for label, checkpoint in (
+                ("memory", {"backend": "memory"}),
+                ("sqlite", {"backend": "sqlite", "path": str(tmp / f"b{len(text)}.sqlite")}),
+            ):
+                per = await supervised([url], n, text, strategy="sequential", checkpoint=checkpoint)
+                print(
+                    f"   [{shape}] supervisor over HTTP, {label:6} checkpoints {per * 1e3:6.2f} ms per item "
+                    f"(overhead {(per - floor) * 1e3:5.2f} ms)"
+                )
+    for shape, text in SHAPES.items():
+        async with local_client(load_example("echo_agent.py")) as client:
+            async for _ in client.stream(text):
+                pass
+            began = time.perf_counter()
+            for _ in range(n):
+                async for _ in client.stream(text):
+                    pass
+            floor = (time.perf_counter() - began) / n
+        print(f"   [{shape}] bare in-process client                 {floor * 1e3:6.2f} ms per message")
+        per = await supervised(
+            [load_example("echo_agent.py")], n, text, strategy="sequential", checkpoint={"backend": "memory"}
+        )
+        print(
+            f"   [{shape}] supervisor in-process, memory checkpoints {per * 1e3:6.2f} ms per item "
+            f"(overhead {(per - floor) * 1e3:5.2f} ms)"
+        )
+
+
+async def fanout(items: int, agents: int, tmp: Path) -> None:
+    print(f"\n2. Fan-out: {items} independent items over {agents} echo agents (strategy parallel)")
+    async with echo_agents(agents) as urls:
+        for concurrency in (agents, items):
+            for label, checkpoint in (
+                ("memory", {"backend": "memory"}),
+                ("sqlite", {"backend": "sqlite", "path": str(tmp / f"fan{concurrency}.sqlite")}),
+            ):
+                objective = "\n".join(f"work on item {i}" for i in range(items))
+                async with Supervisor(
+                    urls, strategy="parallel", max_concurrency=concurrency, max_steps=10 * items, checkpoint=checkpoint
+                ) as sup:
+                    await sup.run("warm up")
+                    began = time.perf_counter()
+                    result = await sup.run(objective)
+                    wall = time.perf_counter() - began
+                assert result.status == "completed", result.final[-500:]
+                spread = sorted(Counter(d.agent for d in result.delegations).values())
+                print(
+                    f"   max_concurrency {concurrency:3}, {label:6} checkpoints: {wall:6.2f} s wall, "
+                    f"{items / wall:6.1f} items/s, items per agent {spread[0]}..{spread[-1]}"
+                )
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--items", type=int, default=200, help="items for the overhead measurement")
+    parser.add_argument("--fanout", type=int, default=100, help="items for the fan-out")
+    parser.add_argument("--agents", type=int, default=10, help="agents for the fan-out")
+    args = parser.parse_args()
+    print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
+    with tempfile.TemporaryDirectory() as tmp:
+        await overhead(args.items, Path(tmp))
+        await fanout(args.fanout, args.agents, Path(tmp))
+
+
+if __name__ == "__main__":
+    asyncio.run(main())

@@ -1,0 +1,232 @@
+"""``a2a supervise``: run the supervisor from the command line.
+
+::
+
+    a2a supervise "objective" [-c supervisor.yaml] [--agent URL ...] [--json] [--resume RUN_ID]
+
+Shows a live tree (one line per delegation: agent, description, state, elapsed time, attempts,
+status text, tokens), then the answer; ``--json`` prints one JSON event per line instead.
+Ctrl-C cancels the run (every remote task in flight is sent CancelTask); a second Ctrl-C stops
+at once. Exit status: 0 completed, 1 failed or partial (something is missing), 2 a usage or
+configuration error, 130 cancelled.
+
+``a2a/cli/main.py`` does not import this module: it is loaded through an entry point and calls
+``register(subparsers)``. ``python -m supervisor`` runs it on its own.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import signal
+import sys
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+# Only what building the parser needs is imported here: the a2a command imports this module for
+# every invocation, and LangGraph is loaded only when a run starts.
+if TYPE_CHECKING:
+    from rich.console import Console
+    from rich.live import Live
+
+    from . import events as ev
+    from .config import SupervisorConfig
+    from .supervisor import Supervisor
+
+__all__ = ["EXIT_CODES", "build_parser", "main", "register", "run"]
+
+#: Exit status by run status.
+EXIT_CODES = {"completed": 0, "partial": 1, "failed": 1, "canceled": 130}
+USAGE_ERROR = 2
+
+
+def _add_arguments(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("objective", nargs="?", help="what to achieve (not needed with --resume)")
+    parser.add_argument("-c", "--config", metavar="FILE", help="the supervisor's YAML configuration")
+    parser.add_argument(
+        "--agent",
+        action="append",
+        default=[],
+        metavar="URL",
+        help="an agent to use, by URL (http(s):// or ws(s)://); repeat for several",
+    )
+    parser.add_argument("--json", action="store_true", help="print one JSON event per line instead of the live view")
+    parser.add_argument("--resume", metavar="RUN_ID", help="continue a run whose supervisor died (same config)")
+    parser.add_argument("--run-id", help="the id of a new run (default: a random one)")
+    parser.add_argument("--mode", choices=["plan_upfront", "conversational"], help="override supervisor.mode")
+    parser.add_argument(
+        "--strategy", choices=["sequential", "parallel", "adaptive"], help="override supervisor.strategy"
+    )
+    parser.add_argument("--max-concurrency", type=int, metavar="N", help="override supervisor.max_concurrency")
+    parser.add_argument("--offline", action="store_true", help="use the offline planner even if a model is set")
+    parser.add_argument("--checkpoint", metavar="FILE", help="the SQLite checkpoint database")
+    interactive = parser.add_mutually_exclusive_group()
+    interactive.add_argument(
+        "--interactive",
+        dest="interactive",
+        action="store_true",
+        default=None,
+        help="relay agents' questions (INPUT_REQUIRED) to you (default: when on a terminal)",
+    )
+    interactive.add_argument(
+        "--batch", dest="interactive", action="store_false", help="never ask: an agent's question fails its item"
+    )
+
+
+def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """Add the ``supervise`` subcommand (``func=run``) to the ``a2a`` command."""
+    parser = subparsers.add_parser(
+        "supervise",
+        help="plan an objective and delegate it to agents",
+        description="Plan an objective into a TODO list, delegate it to A2A agents in parallel, then answer.",
+    )
+    _add_arguments(parser)
+    parser.set_defaults(func=run)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="a2a")
+    register(parser.add_subparsers(dest="command", required=True))
+    return parser
+
+
+def _config(args: argparse.Namespace) -> SupervisorConfig:
+    from .config import SupervisorConfig, load_config
+
+    config = load_config(args.config) if args.config else SupervisorConfig()
+    settings: dict[str, Any] = {}
+    for name in ("mode", "strategy", "max_concurrency"):
+        value = getattr(args, name, None)
+        if value is not None:
+            settings[name] = value
+    if args.offline:
+        settings["offline"] = True
+    if args.checkpoint:
+        settings["checkpoint"] = {"backend": "sqlite", "path": args.checkpoint}
+    if settings:
+        merged = config.supervisor.model_dump() | settings
+        config = config.model_copy(update={"supervisor": type(config.supervisor).model_validate(merged)})
+    return config
+
+
+class _Interrupts:
+    """First Ctrl-C (or SIGTERM): cancel the run cleanly. Second: stop at once."""
+
+    def __init__(self, supervisor: Supervisor) -> None:
+        self.supervisor = supervisor
+        self.count = 0
+        self.main = asyncio.current_task()
+
+    def __call__(self) -> None:
+        self.count += 1
+        if self.count == 1:
+            print("\ncancelling the run (Ctrl-C again to stop at once)...", file=sys.stderr)
+            self.supervisor.cancel()
+        elif self.main is not None:
+            self.main.cancel()
+
+    def install(self) -> list[signal.Signals]:
+        loop = asyncio.get_running_loop()
+        installed = []
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            with contextlib.suppress(NotImplementedError, RuntimeError):
+                loop.add_signal_handler(sig, self)
+                installed.append(sig)
+        return installed
+
+
+async def _ask(console: Console, live: Live | None, event: ev.InputRequested) -> str | None:
+    if live is not None:
+        live.stop()
+    console.print(f"[magenta]{event.agent} asks[/] (item {event.item_id}): {event.question}")
+    try:
+        answer = await asyncio.to_thread(input, "your answer (empty to decline): ")
+    except EOFError:
+        answer = ""
+    if live is not None:
+        live.start()
+    return answer.strip() or None
+
+
+async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace, interactive: bool) -> str:
+    from rich.console import Console
+    from rich.live import Live
+
+    from . import events as ev
+    from .ui import LiveView, json_line
+
+    out = sys.stdout
+    status = "failed"
+    if args.json:
+        async for event in events:
+            out.write(json_line(event) + "\n")
+            out.flush()
+            if isinstance(event, ev.RunFinished):
+                status = event.status
+        return status
+    console = Console(file=out)
+    view = LiveView()
+    with Live(view.render(), console=console, refresh_per_second=8, transient=False) as live:
+        async for event in events:
+            view.handle(event)
+            if isinstance(event, ev.InputRequested) and interactive:
+                supervisor.answer(event.delegation_id, await _ask(console, live, event))
+            live.update(view.render())
+    console.print(view.summary())
+    return view.finished.status if view.finished else status
+
+
+async def run(args: argparse.Namespace) -> int:
+    """The ``supervise`` command; returns the exit status."""
+    from .config import ConfigError
+    from .supervisor import RunExistsError, RunNotFoundError, Supervisor
+
+    err = sys.stderr
+    if not args.objective and not args.resume:
+        print("a2a supervise: give an objective, or --resume RUN_ID", file=err)
+        return USAGE_ERROR
+    try:
+        config = _config(args)
+        supervisor = Supervisor(args.agent, config=config)
+    except (ConfigError, ValueError) as exc:
+        print(f"a2a supervise: {exc}", file=err)
+        return USAGE_ERROR
+    interactive = args.interactive
+    if interactive is None:
+        interactive = config.supervisor.interactive
+    if interactive is None:
+        interactive = sys.stdin.isatty() and not args.json
+    interrupts = _Interrupts(supervisor)
+    installed = interrupts.install()
+    try:
+        async with supervisor:
+            events = (
+                supervisor.stream_resume(args.resume, interactive=interactive)
+                if args.resume
+                else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive)
+            )
+            status = await _consume(supervisor, events, args, interactive)
+    except (RunNotFoundError, RunExistsError, ConfigError) as exc:
+        print(f"a2a supervise: {exc}", file=err)
+        return USAGE_ERROR
+    except asyncio.CancelledError:
+        return 130
+    finally:
+        loop = asyncio.get_running_loop()
+        for sig in installed:
+            loop.remove_signal_handler(sig)
+    return EXIT_CODES.get(status, 1)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """``python -m supervisor supervise ...`` (the same as ``a2a supervise ...``)."""
+    args = build_parser().parse_args(argv)
+    try:
+        return int(asyncio.run(args.func(args)))
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,146 @@
+"""What the graph's nodes need besides the state: the run's context (LangGraph ``context=``).
+
+None of it is checkpointed: the registry (clients, processes), the pool of delegations in
+flight, the model, the event sink and the cancel switch belong to one process. A resumed run
+gets a new ``RunContext`` and finds everything else in the checkpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from . import events as ev
+from .config import SupervisorConfig
+from .delegation import Delegator
+from .model import ModelHandle, tool_specs, usage_of
+from .registry import Registry
+from .state import SupervisorState, Usage, new_usage
+from .tokens import TokenCounter, estimate_tokens
+
+__all__ = ["RunCanceled", "RunContext", "budget_exhausted"]
+
+T = TypeVar("T")
+
+
+class RunCanceled(Exception):
+    """The run was cancelled while a node was waiting (for the model, or for delegations)."""
+
+
+@dataclass
+class RunContext:
+    run_id: str
+    config: SupervisorConfig
+    registry: Registry
+    delegator: Delegator
+    model: ModelHandle | None
+    emit: Callable[[ev.Event], None]
+    depth: int = 0
+    interactive: bool = False
+    token_counter: TokenCounter = estimate_tokens
+    cancel: asyncio.Event = field(default_factory=asyncio.Event)
+    #: Monotonic start of this process's part of the run (the wall-time budget counts from here).
+    started: float = field(default_factory=time.monotonic)
+    #: Budgets already reported as exhausted (each is reported once).
+    exhausted: set[str] = field(default_factory=set)
+
+    @property
+    def settings(self) -> Any:
+        return self.config.supervisor
+
+    @property
+    def mode(self) -> str:
+        return str(self.config.supervisor.mode)
+
+    @property
+    def strategy(self) -> str:
+        return str(self.config.supervisor.strategy)
+
+    @property
+    def use_model_reflection(self) -> bool:
+        reflection = self.config.supervisor.reflection
+        return self.model is not None and reflection in ("auto", "model")
+
+    def wall_time_left(self) -> float | None:
+        limit = self.config.supervisor.budget.wall_time
+        return None if limit is None else max(0.0, limit - (time.monotonic() - self.started))
+
+    async def interruptible(self, awaitable: Awaitable[T]) -> T:
+        """Await ``awaitable`` unless the run is cancelled first (then ``RunCanceled``)."""
+        work = asyncio.ensure_future(awaitable)
+        stop = asyncio.ensure_future(self.cancel.wait())
+        try:
+            await asyncio.wait({work, stop}, timeout=self.wall_time_left(), return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            stop.cancel()
+        if work.done():
+            return work.result()
+        work.cancel()
+        await asyncio.gather(work, return_exceptions=True)
+        raise RunCanceled("canceled" if self.cancel.is_set() else "budget:wall_time")
+
+    async def call_model(
+        self, purpose: str, messages: Sequence[BaseMessage], tools: Sequence[str] = (), usage: Usage | None = None
+    ) -> tuple[AIMessage, Usage]:
+        """One model call, counted (tokens, cost, a step) and reported as a ``model_called`` event."""
+        assert self.model is not None
+        runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
+        began = time.monotonic()
+        response = await self.interruptible(runnable.ainvoke(list(messages)))
+        if not isinstance(response, AIMessage):
+            response = AIMessage(content=str(getattr(response, "content", response)))
+        input_tokens, output_tokens = usage_of(response)
+        cost = self.model.cost(input_tokens, output_tokens)
+        total = Usage(**(usage or new_usage()))
+        total["model_calls"] += 1
+        total["model_input_tokens"] += input_tokens
+        total["model_output_tokens"] += output_tokens
+        total["model_cost_usd"] += cost
+        self.emit(
+            ev.ModelCalled(
+                run_id=self.run_id,
+                purpose=purpose,
+                input_tokens=input_tokens,
+                output_tokens=output_tokens,
+                cost_usd=cost,
+                duration=time.monotonic() - began,
+            )
+        )
+        return response, total
+
+
+def totals(state: SupervisorState) -> dict[str, float]:
+    """Tokens, cost and steps used so far: the model's plus what the agents reported."""
+    usage = state.get("usage") or new_usage()
+    records = (state.get("delegations") or {}).values()
+    agent_in = sum(r["input_tokens"] for r in records)
+    agent_out = sum(r["output_tokens"] for r in records)
+    return {
+        "tokens": usage["model_input_tokens"] + usage["model_output_tokens"] + agent_in + agent_out,
+        "cost_usd": usage["model_cost_usd"] + sum(r["cost_usd"] for r in records),
+        "steps": usage["model_calls"] + len(state.get("delegations") or {}),
+    }
+
+
+def budget_exhausted(state: SupervisorState, rt: RunContext, *, extra_steps: int = 0) -> str | None:
+    """``budget:<name>`` for the first budget that has run out (and a ``budget_exhausted`` event)."""
+    settings = rt.config.supervisor
+    used = totals(state)
+    checks: list[tuple[str, float, float | None]] = [
+        ("tokens", used["tokens"], settings.budget.tokens),
+        ("cost_usd", used["cost_usd"], settings.budget.cost_usd),
+        ("max_steps", used["steps"] + extra_steps, settings.max_steps),
+        ("wall_time", time.monotonic() - rt.started, settings.budget.wall_time),
+    ]
+    for name, value, limit in checks:
+        if limit is not None and value >= limit:
+            if name not in rt.exhausted:
+                rt.exhausted.add(name)
+                rt.emit(ev.BudgetExhausted(run_id=rt.run_id, budget=name, used=value, limit=limit))
+            return f"budget:{name}"
+    return None

@@ -1,0 +1,183 @@
+"""The graph's state: plain JSON-like values, so that every checkpointer can store it.
+
+``items`` (the TODO list), ``delegations`` (the delegation log) and ``variables`` are maps
+merged key by key, so a node returns only what it changed. ``messages`` is the supervisor's
+own conversation with its model; the agents' conversations live in their remote tasks and are
+never mixed into it.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal, TypedDict
+
+from langchain_core.messages import AnyMessage
+from langgraph.graph.message import add_messages
+
+__all__ = [
+    "ACTIVE_DELEGATION_STATES",
+    "DelegationRecord",
+    "Item",
+    "ItemStatus",
+    "SupervisorState",
+    "Usage",
+    "merge",
+    "merge_nested",
+    "new_item",
+    "new_usage",
+]
+
+#: pending: not started (waiting for its dependencies or a free slot); running: delegated;
+#: review: finished, waiting for reflection; done / failed: final; skipped: a dependency failed;
+#: canceled: the run was cancelled while it ran.
+ItemStatus = Literal["pending", "running", "review", "done", "failed", "skipped", "canceled"]
+FINAL_ITEM_STATES = frozenset({"done", "failed", "skipped", "canceled"})
+#: Delegation states in which a remote task may still be running.
+ACTIVE_DELEGATION_STATES = frozenset({"starting", "submitted", "working", "input_required"})
+
+
+class Item(TypedDict):
+    id: str
+    #: Short, for people (the progress tree); the instruction is what the agent is sent.
+    description: str
+    instruction: str
+    agent: str | None
+    skill: str | None
+    #: Structured input for the skill (sent as ``{"tool": skill, "arguments": ...}``), if any.
+    arguments: dict[str, Any] | None
+    depends_on: list[str]
+    status: str
+    result: str | None
+    data: Any
+    error: str | None
+    #: How many times it was dispatched (a corrected retry dispatches it again).
+    dispatches: int
+    corrected: bool
+    #: Ids of its delegations, in order (failovers included).
+    delegations: list[str]
+    #: Why reflection decided what it did.
+    note: str
+    #: The model's tool call this item answers (conversational mode).
+    tool_call_id: str | None
+
+
+class DelegationRecord(TypedDict):
+    id: str
+    item_id: str
+    agent: str
+    skill: str | None
+    message_id: str
+    #: The exact text and structured arguments sent, so a resumed run can send the same again.
+    text: str
+    arguments: dict[str, Any] | None
+    task_id: str | None
+    context_id: str | None
+    #: starting, submitted, working, input_required, completed, failed, rejected, canceled,
+    #: timeout, error, refused.
+    state: str
+    status_text: str | None
+    started_at: float
+    ended_at: float | None
+    duration: float
+    attempts: int
+    events: int
+    input_tokens: int
+    output_tokens: int
+    cost_usd: float
+    error: str | None
+    failover_from: str | None
+    result: str | None
+    data: Any
+    artifacts: list[dict[str, Any]]
+    #: Several messages of one task (answers to INPUT_REQUIRED) each have their own id.
+    turn: int
+
+
+class Usage(TypedDict):
+    steps: int
+    model_calls: int
+    model_input_tokens: int
+    model_output_tokens: int
+    model_cost_usd: float
+    agent_input_tokens: int
+    agent_output_tokens: int
+    agent_cost_usd: float
+
+
+def new_usage() -> Usage:
+    return Usage(
+        steps=0,
+        model_calls=0,
+        model_input_tokens=0,
+        model_output_tokens=0,
+        model_cost_usd=0.0,
+        agent_input_tokens=0,
+        agent_output_tokens=0,
+        agent_cost_usd=0.0,
+    )
+
+
+def merge(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    """Key by key: a node returns only the entries it changed."""
+    return {**(old or {}), **(new or {})}
+
+
+def merge_nested(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    merged = dict(old or {})
+    for key, value in (new or {}).items():
+        merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
+    return merged
+
+
+class SupervisorState(TypedDict, total=False):
+    run_id: str
+    objective: str
+    #: Hop count of the request that started this run (0 when a person started it).
+    depth: int
+    started_at: float
+    #: The agents as discovery found them (name, status, transport, skills, error).
+    agents: list[dict[str, Any]]
+    items: Annotated[dict[str, Item], merge]
+    delegations: Annotated[dict[str, DelegationRecord], merge]
+    #: Results keyed by agent, then by item id (data when the agent returned JSON, else text).
+    variables: Annotated[dict[str, dict[str, Any]], merge_nested]
+    messages: Annotated[list[AnyMessage], add_messages]
+    usage: Usage
+    replans: int
+    #: Set by reflect when a verdict asked for a re-plan (read by the edge after it).
+    replan: bool
+    #: Why the loop stopped early: ``canceled``, ``budget:<name>``, ``required_agent_down`` ...
+    stop: str | None
+    final: str | None
+    status: str | None
+    error: str | None
+
+
+def new_item(
+    item_id: str,
+    description: str,
+    *,
+    instruction: str | None = None,
+    agent: str | None = None,
+    skill: str | None = None,
+    arguments: dict[str, Any] | None = None,
+    depends_on: list[str] | None = None,
+    tool_call_id: str | None = None,
+) -> Item:
+    return Item(
+        id=item_id,
+        description=description,
+        instruction=instruction or description,
+        agent=agent,
+        skill=skill,
+        arguments=arguments,
+        depends_on=list(depends_on or []),
+        status="pending",
+        result=None,
+        data=None,
+        error=None,
+        dispatches=0,
+        corrected=False,
+        delegations=[],
+        note="",
+        tool_call_id=tool_call_id,
+    )

@@ -1,0 +1,468 @@
+"""``Supervisor``: the Python API (the CLI and LangGraph Studio use the same object).
+
+::
+
+    sup = Supervisor.from_yaml("supervisor.yaml")
+    result = await sup.run("Summarise README.md and list the TODOs in src/")
+    print(result.status, result.final)
+
+    async for event in sup.stream("..."):      # typed progress events
+        print(event.to_dict())
+
+    sup.cancel()                               # from anywhere: every remote task gets CancelTask
+    await sup.resume("RUN_ID")                 # after the process died: reattach, do not resend
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import re
+import time
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from functools import partial
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.runnables import RunnableConfig
+from langgraph.checkpoint.base import BaseCheckpointSaver
+from langgraph.checkpoint.memory import InMemorySaver
+from pydantic import ValidationError
+
+from a2a import Agent
+
+from . import events as ev
+from .config import (
+    AgentConfig,
+    ConfigError,
+    ConfigIssue,
+    ModelConfig,
+    SupervisorConfig,
+    load_config,
+    validation_issues,
+)
+from .delegation import Delegator
+from .graph import build_graph
+from .model import ModelHandle, open_model
+from .registry import Registry
+from .result import RunResult, result_from_state
+from .runtime import RunContext
+from .state import ACTIVE_DELEGATION_STATES
+from .tokens import TokenCounter, estimate_tokens
+
+__all__ = ["RunExistsError", "RunNotFoundError", "Supervisor"]
+
+log = logging.getLogger("supervisor")
+
+T = TypeVar("T")
+AgentSpec = AgentConfig | Mapping[str, Any] | str | Agent
+Ask = Callable[[ev.InputRequested], Awaitable[str | None]]
+
+_SETTING_NAMES = (
+    "mode",
+    "strategy",
+    "max_concurrency",
+    "max_depth",
+    "max_steps",
+    "budget",
+    "context",
+    "offline",
+    "reflection",
+    "max_replans",
+    "catalog_size",
+    "peer_text_chars",
+    "interactive",
+    "checkpoint",
+)
+
+
+class RunNotFoundError(LookupError):
+    """No checkpoint for that run id (wrong id, or another checkpoint database)."""
+
+
+class RunExistsError(ValueError):
+    """A new run was given the id of a run that is already checkpointed."""
+
+
+def _name_from_url(url: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.\-]+", "-", re.sub(r"^\w+://", "", url)).strip("-") or "agent"
+
+
+def _agent_config(spec: AgentSpec, name: str | None, options: Mapping[str, Any]) -> tuple[AgentConfig, Agent | None]:
+    if isinstance(spec, AgentConfig):
+        return (spec.model_copy(update={"name": name}) if name else spec), None
+    if isinstance(spec, Agent):
+        agent_name = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", spec.name).strip("-") or "agent"
+        return AgentConfig(name=agent_name, module=f"<in-process>:{agent_name}", **options), spec
+    if isinstance(spec, str):
+        if re.match(r"^(https?|wss?)://", spec):
+            return AgentConfig(name=name or _name_from_url(spec), url=spec, **options), None
+        if ":" in spec:
+            return AgentConfig(name=name or spec.rpartition(":")[2], module=spec, **options), None
+        raise ValueError(f"{spec!r} is neither a URL nor 'module:attribute'")
+    return AgentConfig.model_validate({**spec, **({"name": name} if name else {}), **options}), None
+
+
+def _validated(build: Callable[[], T], source: str, prefix: str = "") -> T:
+    """Build config models; pydantic's errors become a ``ConfigError`` naming each field."""
+    try:
+        return build()
+    except ValidationError as exc:
+        issues = [
+            ConfigIssue(
+                f"{prefix}{'.' if prefix and i.path and not i.path.startswith('[') else ''}{i.path}", None, i.message
+            )
+            for i in validation_issues(exc)
+        ]
+        raise ConfigError(source, issues) from None
+
+
+class Supervisor:
+    """Plans an objective into a TODO list and delegates it to A2A agents (see ``supervisor/README.md``)."""
+
+    def __init__(
+        self,
+        agents: Iterable[AgentSpec] = (),
+        *,
+        model: BaseChatModel | ModelHandle | ModelConfig | Mapping[str, Any] | str | None = None,
+        config: SupervisorConfig | None = None,
+        token_counter: TokenCounter = estimate_tokens,
+        checkpointer: BaseCheckpointSaver[Any] | None = None,
+        **settings: Any,
+    ) -> None:
+        unknown = set(settings) - set(_SETTING_NAMES) - {"a2a"}
+        if unknown:
+            raise TypeError(f"unknown Supervisor option(s): {', '.join(sorted(unknown))}")
+        base = config.model_copy(deep=True) if config else SupervisorConfig()
+        objects: dict[str, Agent] = {}
+        agent_configs = list(base.agents)
+        for index, spec in enumerate(agents):
+            agent, obj = _validated(
+                partial(_agent_config, spec, None, {}), "Supervisor(agents=...)", f"agents[{index}]"
+            )
+            agent_configs.append(agent)
+            if obj is not None:
+                objects[agent.name] = obj
+        chat_model: BaseChatModel | ModelHandle | None = None
+        supervisor_values = base.supervisor.model_dump()
+        supervisor_values.update({k: v for k, v in settings.items() if k != "a2a"})
+        if isinstance(model, BaseChatModel | ModelHandle):
+            chat_model = model
+        elif isinstance(model, str):
+            supervisor_values["model"] = {"model": model}
+        elif isinstance(model, ModelConfig):
+            supervisor_values["model"] = model.model_dump()
+        elif isinstance(model, Mapping):
+            supervisor_values["model"] = dict(model)
+        a2a_values = {**base.a2a.model_dump(), **dict(settings.get("a2a") or {})}
+        values = {"supervisor": supervisor_values, "agents": agent_configs, "a2a": a2a_values}
+        self.config: SupervisorConfig = _validated(partial(SupervisorConfig.model_validate, values), "Supervisor(...)")
+        self._chat_model = chat_model
+        self.token_counter = token_counter
+        self.registry = Registry(self.config, objects=objects)
+        self._checkpointer = checkpointer
+        self._memory_saver: InMemorySaver | None = None
+        self._entered = False
+        self._active: dict[str, RunContext] = {}
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str], **overrides: Any) -> Supervisor:
+        """Load ``path`` (``ConfigError`` names each bad field and its line); keyword arguments override it."""
+        return cls(config=load_config(path), **overrides)
+
+    # ---- agents --------------------------------------------------------------------------
+
+    async def add_agent(self, agent: AgentSpec, *, name: str | None = None, **options: Any) -> AgentConfig:
+        """Add an agent (a URL, ``module:attr``, an ``Agent`` object, a dict or an ``AgentConfig``).
+
+        Inside ``async with`` it is resolved at once; otherwise at the next run.
+        """
+        config, obj = _validated(lambda: _agent_config(agent, name, options), "add_agent", "agent")
+        self.registry.add(config, obj)
+        self.config.agents.append(config)
+        if self._entered:
+            await self.registry.discover(only_pending=True)
+        return config
+
+    async def remove_agent(self, name: str) -> None:
+        """Remove an agent (its process is stopped, its connections closed)."""
+        await self.registry.remove(name)
+        self.config.agents[:] = [a for a in self.config.agents if a.name != name]
+
+    @property
+    def agents(self) -> list[dict[str, Any]]:
+        return [e.summary() for e in self.registry.entries.values()]
+
+    # ---- lifetime ------------------------------------------------------------------------
+
+    async def __aenter__(self) -> Supervisor:
+        self._entered = True
+        await self.registry.discover()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.close()
+
+    async def close(self) -> None:
+        """Cancel runs in flight, stop ``command`` agents and close every connection."""
+        self.cancel()
+        self._entered = False
+        await self.registry.close()
+
+    # ---- running -------------------------------------------------------------------------
+
+    async def run(
+        self, objective: str, *, run_id: str | None = None, depth: int = 0, ask: Ask | None = None
+    ) -> RunResult:
+        """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive)."""
+        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None), ask)
+
+    def stream(
+        self, objective: str, *, run_id: str | None = None, depth: int = 0, interactive: bool | None = None
+    ) -> AsyncIterator[ev.Event]:
+        """Run, yielding typed progress events; the last one is ``RunFinished`` (with ``.result``)."""
+        return self._stream(objective, run_id, depth, None, interactive)
+
+    async def resume(self, run_id: str, *, ask: Ask | None = None) -> RunResult:
+        """Continue a run whose process died: unfinished remote tasks are followed by their ids."""
+        return await self._consume(self._stream(None, run_id, 0, run_id, ask is not None), ask)
+
+    def stream_resume(self, run_id: str, *, interactive: bool | None = None) -> AsyncIterator[ev.Event]:
+        return self._stream(None, run_id, 0, run_id, interactive)
+
+    def cancel(self, run_id: str | None = None) -> None:
+        """Cancel one run (or all): delegations in flight get CancelTask; partial results are kept."""
+        for rid, rt in list(self._active.items()):
+            if run_id is None or rid == run_id:
+                rt.cancel.set()
+
+    def answer(self, delegation_id: str, text: str | None) -> bool:
+        """Answer an ``InputRequested`` question (``None`` declines: the item fails)."""
+        return any(rt.delegator.answer(delegation_id, text) for rt in self._active.values())
+
+    async def get_run(self, run_id: str) -> RunResult | None:
+        """The run as last checkpointed (``None`` if there is no such run)."""
+        async with self._saver() as saver:
+            if saver is None:
+                return None
+            snapshot = await build_graph().compile(checkpointer=saver).aget_state(self._graph_config(run_id))
+        return result_from_state(snapshot.values) if snapshot.values else None
+
+    # ---- the driver ----------------------------------------------------------------------
+
+    async def _consume(self, events: AsyncIterator[ev.Event], ask: Ask | None) -> RunResult:
+        result: RunResult | None = None
+        async for event in events:
+            if isinstance(event, ev.InputRequested) and ask is not None:
+                self.answer(event.delegation_id, await ask(event))
+            elif isinstance(event, ev.RunFinished):
+                result = event.result
+        assert result is not None
+        return result
+
+    def _graph_config(self, run_id: str) -> RunnableConfig:
+        limit = 10_000 + 20 * self.config.supervisor.max_steps
+        return {"configurable": {"thread_id": run_id}, "recursion_limit": limit}
+
+    @contextlib.asynccontextmanager
+    async def _saver(self) -> AsyncIterator[BaseCheckpointSaver[Any] | None]:
+        if self._checkpointer is not None:
+            yield self._checkpointer
+            return
+        checkpoint = self.config.supervisor.checkpoint
+        if checkpoint.backend == "none":
+            yield None
+        elif checkpoint.backend == "memory":
+            if self._memory_saver is None:
+                self._memory_saver = InMemorySaver()
+            yield self._memory_saver
+        else:
+            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+
+            path = checkpoint.resolved_path()
+            path.parent.mkdir(parents=True, exist_ok=True)
+            async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+                yield saver
+
+    def _interactive(self, requested: bool | None) -> bool:
+        if requested is not None:
+            return requested
+        return bool(self.config.supervisor.interactive)
+
+    async def _stream(
+        self, objective: str | None, run_id: str | None, depth: int, resume: str | None, interactive: bool | None
+    ) -> AsyncIterator[ev.Event]:
+        run_id = run_id or uuid.uuid4().hex[:16]
+        queue: asyncio.Queue[ev.Event | None] = asyncio.Queue()
+        driver = asyncio.create_task(
+            self._drive(run_id, objective, depth, resume is not None, self._interactive(interactive), queue),
+            name=f"supervisor-run-{run_id}",
+        )
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+        finally:
+            if not driver.done():
+                self.cancel(run_id)
+            await asyncio.wait([driver])
+            driver.result()
+
+    async def _drive(
+        self,
+        run_id: str,
+        objective: str | None,
+        depth: int,
+        resume: bool,
+        interactive: bool,
+        queue: asyncio.Queue[ev.Event | None],
+    ) -> None:
+        """Run the graph; always ends the event stream (``RunFinished``, then ``None``)."""
+        try:
+            try:
+                result = await self._execute(run_id, objective, depth, resume, interactive, queue.put_nowait)
+            except (RunNotFoundError, RunExistsError, ConfigError):
+                raise  # the caller's mistake: raised from stream()/run(), not turned into a failed run
+            except Exception as exc:
+                log.exception("run %s failed", run_id)
+                result = result_from_state(
+                    {
+                        "run_id": run_id,
+                        "objective": objective or "",
+                        "status": "failed",
+                        "error": f"{type(exc).__name__}: {exc}",
+                        "final": "",
+                    }
+                )
+            queue.put_nowait(
+                ev.RunFinished(
+                    run_id=run_id,
+                    status=result.status,
+                    final=result.final,
+                    error=result.error,
+                    metrics=result.metrics.to_dict(),
+                    result=result,
+                )
+            )
+        finally:
+            if not self._entered and not self._active:
+                await self.registry.close()
+            queue.put_nowait(None)
+
+    async def _execute(
+        self,
+        run_id: str,
+        objective: str | None,
+        depth: int,
+        resume: bool,
+        interactive: bool,
+        emit: Callable[[ev.Event], None],
+    ) -> RunResult:
+        settings = self.config.supervisor
+        async with self._saver() as saver, open_model(settings, self._chat_model) as model:
+            graph = build_graph().compile(checkpointer=saver)
+            config = self._graph_config(run_id)
+            state: dict[str, Any] = {}
+            if saver is not None:
+                state = dict((await graph.aget_state(config)).values or {})
+            if resume and not state:
+                where = settings.checkpoint.resolved_path() if settings.checkpoint.backend == "sqlite" else "memory"
+                raise RunNotFoundError(f"no run {run_id!r} in the checkpoints ({where})")
+            if not resume and state:
+                raise RunExistsError(f"run {run_id!r} exists already; resume it, or use another run id")
+            if resume:
+                objective, depth = state["objective"], int(state.get("depth", 0))
+                if state.get("status"):
+                    return result_from_state(state)
+            assert objective is not None
+            delegator = Delegator(
+                run_id=run_id,
+                registry=self.registry,
+                depth=depth,
+                max_depth=settings.max_depth,
+                emit=emit,
+                interactive=interactive,
+            )
+            rt = RunContext(
+                run_id=run_id,
+                config=self.config,
+                registry=self.registry,
+                delegator=delegator,
+                model=model,
+                emit=emit,
+                depth=depth,
+                interactive=interactive,
+                token_counter=self.token_counter,
+            )
+            self._active[run_id] = rt
+            try:
+                emit(
+                    ev.RunStarted(
+                        run_id=run_id,
+                        objective=objective,
+                        mode=settings.mode,
+                        strategy=settings.strategy,
+                        model=model.name if model else None,
+                        resumed=resume,
+                    )
+                )
+                if resume:
+                    await self._rediscover(rt)
+                graph_input = (
+                    None
+                    if resume
+                    else {
+                        "run_id": run_id,
+                        "objective": objective,
+                        "depth": depth,
+                        "started_at": time.time(),
+                    }
+                )
+                saved: dict[str, str] | None = None
+                async for values in graph.astream(
+                    graph_input, config, context=rt, stream_mode="values", durability="sync"
+                ):
+                    state = values
+                    if saver is not None:
+                        saved = self._report_checkpoint(rt, state, saved)
+            finally:
+                await delegator.close()
+                self._active.pop(run_id, None)
+        return result_from_state(state)
+
+    @staticmethod
+    def _report_checkpoint(rt: RunContext, state: dict[str, Any], before: dict[str, str] | None) -> dict[str, str]:
+        """With ``durability="sync"`` the state yielded is saved: say which remote tasks it holds."""
+        tasks = {
+            r["id"]: r["task_id"]
+            for r in (state.get("delegations") or {}).values()
+            if r["task_id"] and r["state"] in ACTIVE_DELEGATION_STATES
+        }
+        if tasks != before:
+            rt.emit(ev.CheckpointSaved(run_id=rt.run_id, tasks=tasks))
+        return tasks
+
+    async def _rediscover(self, rt: RunContext) -> None:
+        for entry in await self.registry.discover():
+            rt.emit(
+                ev.AgentStatus(
+                    run_id=rt.run_id,
+                    agent=entry.name,
+                    status=entry.status,
+                    transport=entry.transport,
+                    skills=[s.id for s in entry.skills],
+                    required=entry.config.required,
+                    error=entry.error,
+                )
+            )
+
+    # ---- LangGraph Studio ----------------------------------------------------------------
+
+    def graph(self) -> Any:
+        """The uncompiled ``StateGraph`` (for LangGraph Studio; see ``supervisor/studio.py``)."""
+        return build_graph()
