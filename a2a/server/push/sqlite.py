@@ -10,17 +10,15 @@ file: each store has its own connection, and SQLite serialises their writes
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import threading
 import time
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ...protocol.codec import decoder_for, encode
 from ...types import TaskPushNotificationConfig
+from ..stores.sqlite_worker import SQLiteWorker
 from .store import Enqueued, PendingDelivery, PushConfigRecord, PushStore, QueueKey
 
 __all__ = ["SQLitePushStore"]
@@ -72,33 +70,13 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
 class SQLitePushStore(PushStore):
     def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
         self.path = Path(path)
-        self._durability = durability
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite-push")
-        self._conn: sqlite3.Connection | None = None
-        self._open_lock = threading.Lock()
+        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite-push")
         self._config_decoder = decoder_for(TaskPushNotificationConfig)
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            with self._open_lock:
-                if self._conn is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute(f"PRAGMA synchronous={'FULL' if self._durability == 'full' else 'NORMAL'}")
-                    conn.execute("PRAGMA busy_timeout=5000")
-                    conn.executescript(_SCHEMA)
-                    self._conn = conn
-        return self._conn
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
-
     async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._run(lambda conn: _in_transaction(conn, fn))
+        return await self._db.run(lambda conn: _in_transaction(conn, fn))
 
     def _record(self, row: tuple[Any, ...]) -> PushConfigRecord:
         owner, tenant, failures, failed, body = row
@@ -135,7 +113,7 @@ class SQLitePushStore(PushStore):
             ).fetchone()
             return row
 
-        row = await self._run(read)
+        row = await self._db.run(read)
         return None if row is None else self._record(row)
 
     async def list_configs(self, task_id: str) -> list[PushConfigRecord]:
@@ -145,7 +123,7 @@ class SQLitePushStore(PushStore):
             ).fetchall()
             return rows
 
-        return [self._record(row) for row in await self._run(read)]
+        return [self._record(row) for row in await self._db.run(read)]
 
     async def delete_config(self, task_id: str, config_id: str) -> bool:
         key = (task_id, config_id)
@@ -195,7 +173,7 @@ class SQLitePushStore(PushStore):
                 return []
             return _in_transaction(conn, queue_all)
 
-        return await self._run(write)
+        return await self._db.run(write)
 
     async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
         key = (task_id, config_id)
@@ -216,7 +194,7 @@ class SQLitePushStore(PushStore):
                 (*key, *key),
             )
 
-        row = await self._run(read)
+        row = await self._db.run(read)
         if row is None:
             return None
         if row[6] is None or row[5]:  # the config is gone or failed: its queue goes too
@@ -260,7 +238,7 @@ class SQLitePushStore(PushStore):
             rows = conn.execute("SELECT DISTINCT task_id, config_id FROM push_deliveries ORDER BY task_id, config_id")
             return [(str(task_id), str(config_id)) for task_id, config_id in rows]
 
-        return await self._run(read)
+        return await self._db.run(read)
 
     # ---- leases -------------------------------------------------------------------------
 
@@ -287,13 +265,7 @@ class SQLitePushStore(PushStore):
             sql = "DELETE FROM push_leases WHERE task_id = ? AND config_id = ? AND holder = ?"
             conn.execute(sql, (task_id, config_id, holder))
 
-        await self._run(write)
+        await self._db.run(write)
 
     async def close(self) -> None:
-        def shut(conn: sqlite3.Connection) -> None:
-            conn.close()
-
-        if self._conn is not None:
-            await self._run(shut)
-            self._conn = None
-        self._executor.shutdown(wait=True)
+        await self._db.close()

@@ -10,11 +10,8 @@ anyone about the change, so an accepted task (its id returned to a caller) is on
 
 from __future__ import annotations
 
-import asyncio
 import sqlite3
-import threading
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -31,6 +28,7 @@ from ..store import (
     decode_cursor,
     encode_cursor,
 )
+from .sqlite_worker import SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError"]
 
@@ -75,9 +73,7 @@ class SQLiteTaskStore(TaskStore):
         if exclusive:
             self._lock_exclusively()
         self.durability = durability
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="a2a-sqlite")
-        self._conn: sqlite3.Connection | None = None
-        self._open_lock = threading.Lock()
+        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite")
         self._task_decoder = decoder_for(Task)
         self._message_decoder = decoder_for(Message)
 
@@ -100,23 +96,6 @@ class SQLiteTaskStore(TaskStore):
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _connection(self) -> sqlite3.Connection:
-        if self._conn is None:
-            with self._open_lock:
-                if self._conn is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}")
-                    conn.execute("PRAGMA busy_timeout=5000")
-                    conn.executescript(_SCHEMA)
-                    self._conn = conn
-        return self._conn
-
-    async def _run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
-
     def _record(self, row: tuple[Any, ...]) -> TaskRecord:
         owner, tenant, last_seq, body = row
         return TaskRecord(self._task_decoder.decode(body), owner=owner, tenant=tenant, last_seq=last_seq)
@@ -129,7 +108,7 @@ class SQLiteTaskStore(TaskStore):
             row: tuple[Any, ...] | None = conn.execute(sql, (task_id,)).fetchone()
             return row
 
-        row = await self._run(query)
+        row = await self._db.run(query)
         return None if row is None else self._record(row)
 
     async def save(self, record: TaskRecord) -> None:
@@ -154,7 +133,7 @@ class SQLiteTaskStore(TaskStore):
                 values,
             )
 
-        await self._run(write)
+        await self._db.run(write)
 
     async def list(self, query: TaskQuery) -> TaskPage:
         where = ["owner = ?", "tenant = ?"]
@@ -184,7 +163,7 @@ class SQLiteTaskStore(TaskStore):
             total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]
             return rows, int(total)
 
-        rows, total = await self._run(run)
+        rows, total = await self._db.run(run)
         records = [self._record(row) for row in rows[: query.page_size]]
         more = len(rows) > query.page_size
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
@@ -197,7 +176,7 @@ class SQLiteTaskStore(TaskStore):
             rows: list[tuple[Any, ...]] = conn.execute(sql, states).fetchall()
             return rows
 
-        return [self._record(row) for row in await self._run(query)]
+        return [self._record(row) for row in await self._db.run(query)]
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         def claim(conn: sqlite3.Connection) -> bool:
@@ -208,7 +187,7 @@ class SQLiteTaskStore(TaskStore):
             )
             return cursor.rowcount == 1
 
-        if await self._run(claim):
+        if await self._db.run(claim):
             return None
         return await self.get_message(key)
 
@@ -220,7 +199,7 @@ class SQLiteTaskStore(TaskStore):
             ).fetchone()
             return row
 
-        row = await self._run(read)
+        row = await self._db.run(read)
         if row is None:
             return None
         fingerprint, task_id, message = row
@@ -239,16 +218,10 @@ class SQLiteTaskStore(TaskStore):
                 values,
             )
 
-        await self._run(write)
+        await self._db.run(write)
 
     async def close(self) -> None:
-        def shut(conn: sqlite3.Connection) -> None:
-            conn.close()
-
-        if self._conn is not None:
-            await self._run(shut)
-            self._conn = None
-        self._executor.shutdown(wait=True)
+        await self._db.close()
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
