@@ -189,7 +189,11 @@ async def _serve(args: argparse.Namespace) -> int:
         return await _serve_stdio(args)
     agent = _load_agent(args.target, args.agent_options)
     config = ServerConfig(
-        host=args.host, port=args.port, public_url=args.public_url, max_body_bytes=args.max_body_bytes
+        host=args.host,
+        port=args.port,
+        public_url=args.public_url,
+        max_body_bytes=args.max_body_bytes,
+        tune_gc=True,  # this process only serves
     )
     store_url = args.store or default_store_url(agent.name, args.port)
     store, bus = open_backend(store_url, namespace=_namespace(agent), exclusive=True)

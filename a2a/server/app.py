@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 from collections.abc import Sequence
@@ -50,6 +51,11 @@ class ServerConfig:
     card_max_age: int = 300
     #: Seconds to let open requests finish on shutdown.
     shutdown_timeout: float = 5.0
+    #: Tune the garbage collector for serving (process-wide, so off unless the process is ours:
+    #: ``a2a serve`` turns it on): objects alive at start are frozen out of collections and
+    #: young collections run every 20,000 allocations instead of 700. A busy server spends a
+    #: fifth to a third of its time in the collector otherwise, with pauses of half a second.
+    tune_gc: bool = False
     #: The WebSocket binding (path, limits, keepalive); ``enabled=False`` leaves it out.
     websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
 
@@ -160,6 +166,10 @@ class A2AServer:
         """Listen (``port=0``: any free port) and return the base URL."""
         host = host or self.config.host
         port = self.config.port if port is None else port
+        if self.config.tune_gc:
+            gc.collect()
+            gc.freeze()
+            gc.set_threshold(20_000, 20, 20)
         self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=self.config.shutdown_timeout)
         await self._runner.setup()
         site = web.TCPSite(self._runner, host, port)

@@ -29,6 +29,10 @@ class EventBus(abc.ABC):
     #: True when several processes share this bus (another replica may run a task).
     shared: bool = False
 
+    def is_followed(self, task_id: str) -> bool:
+        """Whether a reader may be waiting for ``task_id``'s events (a shared bus: assume so)."""
+        return True
+
     async def is_running_elsewhere(self, task_id: str) -> bool:
         """Whether another live process runs ``task_id`` (never, for a one-process bus)."""
         return False
@@ -80,6 +84,9 @@ class InMemoryEventBus(EventBus):
         if event_log is None:
             event_log = self._logs[task_id] = EventLog(first_seq=first_seq)
         return event_log
+
+    def is_followed(self, task_id: str) -> bool:
+        return task_id in self._logs
 
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
         self._log(task_id, logged.seq).append_logged(logged)

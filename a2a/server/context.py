@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-import uuid
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..metadata import USAGE_KEY, usage_entry
 from ..types import UNSET, Artifact, Message, Part, Role, Task, TaskState
+from .ids import new_id
 
 if TYPE_CHECKING:
     from .execution import Run
@@ -31,7 +31,11 @@ def to_parts(content: Content, *, media_type: str | None = None) -> list[Part]:
 def agent_message(content: Content, *, task_id: str | None = None, context_id: str | None = None) -> Message:
     """A message from the agent (role ``ROLE_AGENT``) with a fresh id."""
     return Message(
-        message_id=uuid.uuid4().hex, role=Role.AGENT, parts=to_parts(content), task_id=task_id, context_id=context_id
+        message_id=new_id(),
+        role=Role.AGENT,
+        parts=to_parts(content),
+        task_id=task_id,
+        context_id=context_id,
     )
 
 
@@ -132,7 +136,7 @@ class RequestContext:
     ) -> str:
         """Publish an artifact (or, with ``append``, a chunk of one); returns its id."""
         artifact = Artifact(
-            artifact_id=artifact_id or uuid.uuid4().hex,
+            artifact_id=artifact_id or new_id(),
             parts=to_parts(content, media_type=media_type),
             name=name,
             metadata=metadata,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
@@ -46,16 +47,29 @@ log = logging.getLogger("a2a.server")
 SAVE_INTERVAL = 0.25
 
 
+_second: tuple[int, str] = (-1, "")
+
+
 def now_iso() -> str:
-    """UTC now, fixed width with microseconds, so that timestamps also sort as strings."""
-    return datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    """UTC now, fixed width with microseconds, so that timestamps also sort as strings.
+
+    The formatted second is cached (``strftime`` is slow, and a busy server asks many times a
+    second); only the microseconds are formatted each time.
+    """
+    global _second
+    now = datetime.now(UTC)
+    whole = int(now.timestamp())
+    if _second[0] != whole:
+        _second = (whole, now.strftime("%Y-%m-%dT%H:%M:%S"))
+    return f"{_second[1]}.{now.microsecond:06d}Z"
 
 
 def snapshot(task: Task) -> Task:
-    """A copy safe to publish: later changes to ``task`` replace lists, never mutate this one."""
+    """A copy safe to hand out: later changes to ``task`` (new history, appended artifact
+    chunks, which extend an artifact's parts in place) do not show in it."""
     return msgspec.structs.replace(
         task,
-        artifacts=list(task.artifacts) if task.artifacts else None,
+        artifacts=[msgspec.structs.replace(a, parts=list(a.parts)) for a in task.artifacts] if task.artifacts else None,
         history=list(task.history) if task.history else None,
     )
 
@@ -87,6 +101,8 @@ class Run:
         self.reply: Message | None = None
         self.cancel_requested = False
         self.shutdown = False
+        #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
+        self.streamed = False
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         #: Sequence number of this run's first event (where its streaming readers start).
@@ -109,8 +125,13 @@ class Run:
     def done(self) -> bool:
         return self._asyncio_task is not None and self._asyncio_task.done()
 
+    def on_done(self, callback: Callable[[Run], None]) -> None:
+        """Call ``callback(run)`` once the agent's coroutine has finished."""
+        assert self._asyncio_task is not None, "start() first"
+        self._asyncio_task.add_done_callback(lambda _: callback(self))
+
     async def wait_done(self) -> None:
-        if self._asyncio_task is not None:
+        if self._asyncio_task is not None and not self._asyncio_task.done():
             await asyncio.wait([self._asyncio_task])
 
     # ---- lifecycle ---------------------------------------------------------------------
@@ -264,8 +285,10 @@ class Run:
                 self._idem.message = message
                 await self.store.update_message(self._idem_key, self._idem)
             self.record.last_seq += 1
-            reply = StreamResponse(message=message)
-            await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
+            if self.streamed or self.bus.is_followed(self.task_id):
+                # A reply has no task to resume: it only goes to a stream waiting for it.
+                reply = StreamResponse(message=message)
+                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
             self.started.set()
             self.settled.set()
 
@@ -277,14 +300,16 @@ class Run:
 
 
 def _merge_artifact(artifacts: list[Artifact], artifact: Artifact, append: bool) -> list[Artifact]:
-    """A new list: an appended chunk extends the artifact with the same id, otherwise it replaces it."""
-    merged = list(artifacts)
-    for i, existing in enumerate(merged):
+    """An appended chunk extends the artifact with the same id (in place: no copy of the parts
+    so far, so a long stream costs linear time); any other artifact is added, or replaces the
+    one with its id, as a copy the task owns."""
+    own = msgspec.structs.replace(artifact, parts=list(artifact.parts))
+    for i, existing in enumerate(artifacts):
         if existing.artifact_id == artifact.artifact_id:
             if append:
-                merged[i] = msgspec.structs.replace(existing, parts=[*existing.parts, *artifact.parts])
+                existing.parts.extend(artifact.parts)
             else:
-                merged[i] = artifact
-            return merged
-    merged.append(artifact)
-    return merged
+                artifacts[i] = own
+            return artifacts
+    artifacts.append(own)
+    return artifacts

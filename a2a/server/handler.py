@@ -11,8 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -37,6 +36,7 @@ from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
+from .ids import new_id
 from .push import PushNotifier
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
 
@@ -160,7 +160,12 @@ class RequestHandler:
         return t.SendMessageResponse(task=view(snapshot(run.task), config.history_length))
 
     async def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
-        run, replayed = await self._start(req, ctx, materialize=False)
+        run, replayed = await self._start(req, ctx, materialize=False, streamed=True)
+        if run is not None and run.reply is not None:
+            # Attached to a run that already answered with a plain message: that is the stream.
+            event = t.StreamResponse(message=run.reply)
+            yield LoggedEvent(0, event, encode(event))
+            return
         if run is None:
             # A retried stream whose task already ended: its final state is the whole answer.
             answer = self._answer(replayed, None)
@@ -183,7 +188,7 @@ class RequestHandler:
         return t.SendMessageResponse(task=view(replayed, history_length))
 
     async def _start(
-        self, req: t.SendMessageRequest, ctx: CallContext, *, materialize: bool
+        self, req: t.SendMessageRequest, ctx: CallContext, *, materialize: bool, streamed: bool = False
     ) -> tuple[Run | None, t.Task | t.Message | None]:
         """Start (or find again, for a retried messageId) the run for this message.
 
@@ -204,7 +209,7 @@ class RequestHandler:
                 if run is not None or outcome is not None:
                     return run, outcome
         existing_record = await self._task_for(message, ctx, tenant)
-        task_id = existing_record.task.id if existing_record else uuid.uuid4().hex
+        task_id = existing_record.task.id if existing_record else new_id()
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)
         if previous is not None:
@@ -220,6 +225,7 @@ class RequestHandler:
             # Registered before the agent can publish, so the webhook gets every event.
             await self.push.create(task_id, ctx.owner, tenant, push_config)
         run = self._begin(req, ctx, existing_record, task_id, key, claim)
+        run.streamed = streamed
         if materialize or existing_record is not None:
             await run.open()
         return run, None
@@ -292,7 +298,7 @@ class RequestHandler:
             record.task.status = t.TaskStatus(state=t.TaskState.WORKING, timestamp=now_iso())
         else:
             prior = None
-            context_id = message.context_id or uuid.uuid4().hex
+            context_id = message.context_id or new_id()
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
             task = t.Task(
                 id=task_id,
@@ -314,22 +320,30 @@ class RequestHandler:
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, self.agent.select_skill(message), ctx.principal)
         run.start(self.agent, rc)
-        reaper = asyncio.get_running_loop().create_task(self._reap(run))
-        self._reapers.add(reaper)
-        reaper.add_done_callback(self._reapers.discard)
+        run.on_done(self._forget_run)
+        if self.bus.shared:  # a lease tells other replicas this task runs here
+            self._background(self.bus.run_started(run.task_id))
         return run
 
-    async def _reap(self, run: Run) -> None:
-        """Hold the run's lease while it runs; forget the run once its agent has returned."""
-        try:
-            await self.bus.run_started(run.task_id)
-        except Exception:
-            log.exception("could not take the lease of task %s", run.task_id)
-        await run.wait_done()
+    def _forget_run(self, run: Run) -> None:
+        """The agent has returned: the run is no longer this process's (and no longer leased)."""
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
-            with contextlib.suppress(Exception):
-                await self.bus.run_finished(run.task_id)
+            if self.bus.shared:
+                self._background(self.bus.run_finished(run.task_id))
+
+    def _background(self, work: Coroutine[Any, Any, None]) -> None:
+        """Bookkeeping that must not delay the caller (errors are logged)."""
+
+        async def guarded() -> None:
+            try:
+                await work
+            except Exception:
+                log.exception("background bookkeeping failed")
+
+        task = asyncio.get_running_loop().create_task(guarded())
+        self._reapers.add(task)
+        task.add_done_callback(self._reapers.discard)
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration

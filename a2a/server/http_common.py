@@ -91,8 +91,8 @@ async def write_sse(
     A client that goes away stops only its own stream; the task goes on.
     """
     response = web.StreamResponse(headers=SSE_HEADERS)
-    await response.prepare(request)
     try:
+        await response.prepare(request)
         await response.write(_sse(first, frame))
         async for logged in rest:
             await response.write(_sse(logged, frame))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import abc
 import base64
 import binascii
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
@@ -147,7 +148,8 @@ class InMemoryTaskStore(TaskStore):
 
     def __init__(self, *, max_idempotency_records: int = 100_000) -> None:
         self._tasks: dict[str, TaskRecord] = {}
-        self._messages: dict[tuple[str, str, str], IdempotencyRecord] = {}
+        # Ordered, so the oldest record is dropped in O(1) when the bound is reached.
+        self._messages: OrderedDict[tuple[str, str, str], IdempotencyRecord] = OrderedDict()
         self._max_messages = max_idempotency_records
 
     async def get(self, task_id: str) -> TaskRecord | None:
@@ -167,8 +169,7 @@ class InMemoryTaskStore(TaskStore):
         if existing is not None:
             return existing
         if len(self._messages) >= self._max_messages:
-            # Oldest first (dicts keep insertion order): a bounded memory, documented in protocol.md.
-            del self._messages[next(iter(self._messages))]
+            self._messages.popitem(last=False)  # a bounded memory, documented in protocol.md
         self._messages[key] = record
         return None
 

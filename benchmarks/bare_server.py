@@ -1,0 +1,82 @@
+"""The ceiling: a bare aiohttp server on uvloop that does no A2A work at all.
+
+``POST /a2a/jsonrpc`` reads the body and answers with a fixed JSON-RPC SendMessage result (the
+same shape and size as our echo reply). A body that names ``SendStreamingMessage`` with
+``stream:N`` gets N+2 pre-shaped SSE events (a task, N artifact chunks, a completed status), one
+``write`` per event as our server does, so that it is the ceiling for SSE events/s too.
+
+Usage: python benchmarks/bare_server.py --port P
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import re
+import signal
+
+from aiohttp import web
+
+REPLY = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"message":{"messageId":"b7435cf36b5b41289ee211e9407015d1",'
+    b'"role":"ROLE_AGENT","parts":[{"text":"hello"}],"contextId":"9d8ff42a6dde4e0c853bc108acc8c535"}}}'
+)
+_STREAM = re.compile(rb'"stream:(\d{1,5})"')
+_TASK = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}}'
+)
+_CHUNK = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"taskId":"t1","contextId":"c1",'
+    b'"artifact":{"artifactId":"echo-stream","parts":[{"text":"chunk %d"}],"name":"echo-stream"},"append":true}}}'
+)
+_DONE = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
+    b'"status":{"state":"TASK_STATE_COMPLETED"}}}}'
+)
+SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
+
+
+async def handle(request: web.Request) -> web.StreamResponse:
+    body = await request.read()
+    if b"SendStreamingMessage" not in body:
+        return web.Response(body=REPLY, content_type="application/json")
+    match = _STREAM.search(body)
+    count = int(match.group(1)) if match else 1
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    await response.prepare(request)
+    seq = 1
+    await response.write(b"id: %d\ndata: %s\n\n" % (seq, _TASK))
+    for i in range(count):
+        seq += 1
+        await response.write(b"id: %d\ndata: %s\n\n" % (seq, _CHUNK % i))
+    await response.write(b"id: %d\ndata: %s\n\n" % (seq + 1, _DONE))
+    await response.write_eof()
+    return response
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, required=True)
+    args = parser.parse_args()
+    app = web.Application()
+    app.router.add_post("/a2a/jsonrpc", handle)
+
+    async def serve() -> None:
+        runner = web.AppRunner(app, access_log=None)
+        await runner.setup()
+        await web.TCPSite(runner, "127.0.0.1", args.port).start()
+        stop = asyncio.Event()
+        asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, stop.set)
+        await stop.wait()
+        await runner.cleanup()
+
+    try:
+        import uvloop
+    except ImportError:  # still a ceiling, just a lower one
+        asyncio.run(serve())
+    else:
+        uvloop.run(serve())
+
+
+if __name__ == "__main__":
+    main()
