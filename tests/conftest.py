@@ -15,7 +15,12 @@ from a2a.cli.loader import load_object
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
-BINDINGS = ["JSONRPC", "HTTP+JSON"]
+#: The HTTP bindings: what suites that reach a server by its URL run over (``binding`` below).
+HTTP_BINDINGS = ["JSONRPC", "HTTP+JSON"]
+#: Every binding: the HTTP ones, then our WebSocket and stdio bindings. The conformance suite
+#: runs its client-level tests over all of them (see ``tests/conformance/conftest.py``).
+ALL_BINDINGS = [*HTTP_BINDINGS, "WEBSOCKET", "STDIO"]
+BINDINGS = HTTP_BINDINGS
 
 
 def load_example(name: str, attr: str = "agent") -> Agent:

@@ -20,8 +20,10 @@ from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
+from ..server.push import PushNotifier, push_store_for
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
 from ..server.stores import default_store_url, open_backend
+from ..ssrf import OutboundPolicy
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
 from .loader import AgentLoadError, load_object
@@ -229,7 +231,13 @@ async def _serve_stdio(args: argparse.Namespace) -> int:
     agent = _load_agent(args.target, args.agent_options)
     store, bus = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
     config = StdioConfig(max_line_bytes=args.max_body_bytes)
-    return await serve_stdio(agent, store=store, bus=bus, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop)
+    push = None
+    if not args.no_push:  # on by default, as over HTTP
+        guard = OutboundPolicy.from_allow_list(args.push_allow) if args.push_allow else None
+        push = PushNotifier(push_store_for(store), guard=guard)
+    return await serve_stdio(
+        agent, store=store, bus=bus, push=push, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop
+    )
 
 
 def _stop_on_signals() -> asyncio.Event:

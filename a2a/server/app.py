@@ -6,6 +6,7 @@
 
 from __future__ import annotations
 
+import functools
 import gc
 import hashlib
 import logging
@@ -147,12 +148,14 @@ class A2AServer:
         app.router.add_get(CARD_PATH, self._serve_card)
         app.router.add_post(JSONRPC_PATH, jsonrpc.handle)
         app.router.add_route("*", REST_PATH + "/{tail:.*}", rest.handle)
+        app.on_startup.append(self._on_startup)
+        # First the runs end CANCELED (streams and blocking sends learn it), then the WebSocket
+        # connections flush those answers and close.
+        app.on_shutdown.append(self._on_shutdown)
         if self.config.websocket.enabled:
             ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
             app.router.add_get(self.config.websocket.path, ws.handle)
-            app.on_shutdown.append(ws.shutdown)
-        app.on_startup.append(self._on_startup)
-        app.on_shutdown.append(self._on_shutdown)
+            app.on_shutdown.append(functools.partial(ws.shutdown, finish_within=self.config.shutdown_timeout))
         return app
 
     async def _on_startup(self, _app: web.Application) -> None:

@@ -34,6 +34,7 @@ from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .bus import EventBus
 from .handler import CallContext, RequestHandler
 from .http_common import admit
+from .push import PushNotifier
 from .rpc_connection import (
     CLOSE_TOO_BIG,
     DEFAULT_MAX_IN_FLIGHT,
@@ -262,6 +263,8 @@ async def serve_stdio(
     *,
     store: TaskStore | None = None,
     bus: EventBus | None = None,
+    push: PushNotifier | None = None,
+    handler: RequestHandler | None = None,
     auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
     config: StdioConfig | None = None,
     stdin_fd: int = 0,
@@ -272,14 +275,27 @@ async def serve_stdio(
 
     0: the input ended (or ``stop`` was set); 1: the peer broke a limit (the error was sent as
     a last line with ``id`` null, and logged).
+
+    ``push`` offers push notifications. ``handler`` serves that (started) handler instead of
+    one made from ``agent``, ``store``, ``bus`` and ``push``, and leaves it running at the end
+    (its owner stops it): e.g. one more connection to an ``A2AServer``'s agent.
     """
     config = config or StdioConfig()
     authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-    handler = RequestHandler(agent, store, bus)
-    await handler.start()
+    owned = handler is None
+    if handler is None:
+        handler = RequestHandler(agent, store, bus, push)
+        await handler.start()
+    elif store is not None or bus is not None or push is not None:
+        raise ValueError("serve_stdio: give a handler, or the store, bus and push to make one, not both")
     schemes, requirements = authenticator.card_fields()
     interface = AgentInterface(url=STDIO_URL, protocol_binding=STDIO_BINDING, protocol_version=PROTOCOL_VERSION)
-    card = agent.build_card([interface], security_schemes=schemes, security_requirements=requirements)
+    card = agent.build_card(
+        [interface],
+        security_schemes=schemes,
+        security_requirements=requirements,
+        push_notifications=handler.push is not None,
+    )
     inbox, reader = await _open_inbox(stdin_fd)
     outbox = await _open_outbox(stdout_fd, inbox)
     conn = RpcConnection(
@@ -304,8 +320,15 @@ async def serve_stdio(
     finally:
         if outbox.lost:
             conn.peer_gone()
-        await conn.close(finish_within=0.0 if status or outbox.lost else config.eof_grace)
-        await handler.shutdown()
+        if owned and stop is not None and stop.is_set() and not (status or outbox.lost):
+            # Stopped (SIGTERM), as an HTTP server shuts down: the runs end CANCELED first, so
+            # their streams and the blocking sends in flight are answered with that, then exit.
+            await handler.shutdown()
+            await conn.close(finish_within=config.eof_grace)
+        else:
+            await conn.close(finish_within=0.0 if status or outbox.lost else config.eof_grace)
+            if owned:
+                await handler.shutdown()
         for task in (watcher, reader):
             if task is not None:
                 task.cancel()

@@ -98,7 +98,7 @@ class WebSocketBinding:
             max_message_bytes=config.max_message_bytes or max_body, max_in_flight=config.max_in_flight
         )
         self._card = card
-        self._live: set[web.WebSocketResponse] = set()
+        self._live: dict[web.WebSocketResponse, RpcConnection] = {}
 
     # ---- the handshake -----------------------------------------------------------------
 
@@ -152,11 +152,11 @@ class WebSocketBinding:
             limits=self.limits,
             ctx=ctx,
         )
-        self._live.add(ws)
+        self._live[ws] = conn
         try:
             await self._serve(ws, conn)
         finally:
-            self._live.discard(ws)
+            self._live.pop(ws, None)
             conn.peer_gone()
             await conn.close(finish_within=self.config.unary_grace)
         return ws
@@ -177,7 +177,13 @@ class WebSocketBinding:
             log.info("closing a WebSocket connection (%d): %s", exc.code, exc.reason)
             await ws.close(code=exc.code, message=_reason(exc.reason))
 
-    async def shutdown(self, _app: Any = None) -> None:
-        """Close every connection with 1001 (going away); their streams stop, their tasks go on."""
-        closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down") for ws in self._live]
+    async def shutdown(self, _app: Any = None, *, finish_within: float = 5.0) -> None:
+        """Let what is in flight be answered, then close every connection with 1001 (going away).
+
+        Called after the handler canceled its runs: the streams of those tasks end with their
+        CANCELED status and blocking sends get their task, as on HTTP, before the close.
+        """
+        live = list(self._live.items())
+        await asyncio.gather(*(conn.close(finish_within=finish_within) for _, conn in live), return_exceptions=True)
+        closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down") for ws, _ in live]
         await asyncio.gather(*closing, return_exceptions=True)

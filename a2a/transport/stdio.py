@@ -277,11 +277,17 @@ class StdioTransport(ConnectionTransport):
 
     async def _running(self, timeout: float | None) -> _Child:
         child = self._child
-        if child is not None and child.mux.alive:
+        if child is not None and child.mux.alive and self.initialized is not None:
             return child
         async with self._lock:
             if self._closed:
                 raise TransportError(f"the stdio transport to {shlex.join(self.argv)} is closed")
+            if self._child is not None and self._child.mux.alive:
+                if self.initialized is None:
+                    # A refused initialize (bad credentials, wrong version) is sent again, so
+                    # every call gets that refusal rather than "no initialize yet".
+                    await self._initialize(self._child, timeout or self.start_timeout)
+                return self._child
             if self._child is not None:
                 error = self._child.mux.error
                 raise error if error is not None else TransportError(self._child.describe_end())

@@ -1,11 +1,23 @@
 """Fixtures of the conformance suite: servers on free ports, raw wire access, clients per binding.
 
-Every test that takes ``binding`` (directly or through ``client`` / ``raw``) runs once per HTTP
-binding (JSON-RPC and HTTP+JSON).
+Which bindings a test runs over is decided here, once, not in the tests:
+
+- a test that talks through the A2A client (``client``, ``open_client``, ``greeter``) runs over
+  every binding: JSON-RPC and HTTP+JSON, our WebSocket binding (the same ``A2AServer``, the
+  client on the WebSocket interface of its card) and our stdio binding (``serve_stdio`` in this
+  process on one end of two pipes, serving the server's agent, store, bus and authentication;
+  see ``helpers.open_stdio_twin``);
+- a test that needs raw HTTP (``raw``, ``open_raw`` or ``http``, directly or through another
+  fixture: hand-made requests, HTTP statuses, SSE framing, headers) runs over the HTTP bindings
+  only, and so does a test marked ``http_only``.
+
+``pytest_generate_tests`` below reads the test's whole fixture closure and parametrizes
+``binding`` (indirectly) with the bindings that apply.
 """
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -13,12 +25,64 @@ import httpx
 import pytest
 
 from a2a import A2AClient, A2AServer, Agent, RetryPolicy, ServerConfig
+from a2a.errors import ProtocolError
+from a2a.protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 
-from .helpers import Gate, Raw, load_module
+from ..conftest import ALL_BINDINGS, HTTP_BINDINGS
+from .helpers import (
+    STDIO_SERVES_A_HANDLER,
+    WAIT,
+    Gate,
+    Raw,
+    StdioTwin,
+    TestServer,
+    bounded,
+    load_module,
+    open_stdio_twin,
+)
 
 StartServer = Callable[..., Awaitable[A2AServer]]
 OpenClient = Callable[..., Awaitable[A2AClient]]
 OpenRaw = Callable[[A2AServer], Raw]
+
+#: Fixtures that speak HTTP by hand: a test that uses any of them runs on the HTTP bindings only.
+HTTP_ONLY_FIXTURES = frozenset({"http", "raw", "open_raw"})
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers", "http_only(reason): run this conformance test on the HTTP bindings only (JSONRPC, HTTP+JSON)"
+    )
+    config.addinivalue_line(
+        "markers",
+        "patches_server_handler: the test patches server.handler while calls run; over stdio that "
+        "reaches the calls only if serve_stdio can serve the server's own handler",
+    )
+
+
+def bindings_for(metafunc: pytest.Metafunc) -> list[Any]:
+    """The bindings a test runs over: all of them, unless it needs raw HTTP."""
+    if HTTP_ONLY_FIXTURES & set(metafunc.fixturenames) or metafunc.definition.get_closest_marker("http_only"):
+        return HTTP_BINDINGS
+    bindings: list[Any] = list(ALL_BINDINGS)
+    if metafunc.definition.get_closest_marker("patches_server_handler") and not STDIO_SERVES_A_HANDLER:
+        reason = (
+            "serve_stdio cannot serve an existing RequestHandler: the stdio twin runs its own handler "
+            "over the server's store and bus, which the test's patch of server.handler does not reach"
+        )
+        bindings[bindings.index("STDIO")] = pytest.param("STDIO", marks=pytest.mark.xfail(reason=reason, run=False))
+    return bindings
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "binding" in metafunc.fixturenames:
+        metafunc.parametrize("binding", bindings_for(metafunc), indirect=True)
+
+
+@pytest.fixture
+def binding(request: pytest.FixtureRequest) -> str:
+    """The binding under test (parametrized by ``pytest_generate_tests``)."""
+    return str(request.param)
 
 
 @pytest.fixture
@@ -30,13 +94,17 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 @pytest.fixture
 async def serve() -> AsyncIterator[StartServer]:
-    """``await serve(agent, auth=..., config=..., store=...)``: a server on a free loopback port."""
+    """``await serve(agent, auth=..., config=..., store=..., push=...)``: a server on a free loopback port.
+
+    The same server for every binding: its HTTP bindings and WebSocket interface on that port,
+    and its stdio twins (opened by ``open_client``) serving the same agent, store and auth.
+    """
     servers: list[A2AServer] = []
 
     async def start(agent: Agent, **kwargs: Any) -> A2AServer:
         config = kwargs.pop("config", None) or ServerConfig()
         config.port = 0
-        server = A2AServer(agent, config=config, **kwargs)
+        server = TestServer(agent, config=config, **kwargs)
         await server.start()
         servers.append(server)
         return server
@@ -47,21 +115,53 @@ async def serve() -> AsyncIterator[StartServer]:
 
 
 @pytest.fixture
-async def open_client(binding: str) -> AsyncIterator[OpenClient]:
-    """``await open_client(server, credentials=...)``: an ``A2AClient`` on the test's binding."""
+async def open_client(binding: str, serve: StartServer) -> AsyncIterator[OpenClient]:
+    """``await open_client(server, credentials=...)``: an ``A2AClient`` on the test's binding.
+
+    (It asks for ``serve`` only so that the servers it made stop after the clients close.)
+    """
     clients: list[A2AClient] = []
+    twins: list[StdioTwin] = []
 
     async def open_(server: A2AServer, **kwargs: Any) -> A2AClient:
         assert server.url is not None
         kwargs.setdefault("retry", RetryPolicy.none())
         kwargs.setdefault("timeout", 10)
-        client = A2AClient(server.url, binding=binding, **kwargs)
+        if binding == "STDIO":
+            client = await _stdio_client(server, twins, **kwargs)
+        else:
+            client = A2AClient(server.url, binding=binding, **kwargs)
         clients.append(client)
         return client
 
     yield open_
     for client in clients:
-        await client.close()
+        await bounded(client.close())
+    for twin in twins:
+        # Its input ended with the client: the stdio server finishes and exits cleanly.
+        assert await twin.wait_closed() == 0, "the stdio server ended with an error status"
+
+
+async def _stdio_client(server: A2AServer, twins: list[StdioTwin], **kwargs: Any) -> A2AClient:
+    """A client on a new stdio connection to ``server``: the version and credentials go once,
+    in ``initialize``, as ``A2AClient.stdio`` sends them to a child process."""
+    credentials = kwargs.pop("credentials", None)
+    headers = {VERSION_HEADER: PROTOCOL_VERSION, **(kwargs.pop("headers", None) or {})}
+    if credentials is not None:
+        headers.update(credentials.headers(None))
+    twin = open_stdio_twin(server, headers)
+    twins.append(twin)
+    # Handshake now, so the server side is serving before the test's first call. A refused
+    # initialize is sent again by the first call, which then raises the error itself.
+    with contextlib.suppress(ProtocolError):
+        await bounded(twin.transport.start(), WAIT)
+    return A2AClient(transport=twin.transport, **kwargs)
+
+
+@pytest.fixture
+async def client(echo_server: A2AServer, open_client: OpenClient) -> A2AClient:
+    """The echo agent on the test's binding."""
+    return await open_client(echo_server)
 
 
 @pytest.fixture

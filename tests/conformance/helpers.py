@@ -1,7 +1,8 @@
 """What the conformance tests share: raw wire access per binding, bounded waits, test agents.
 
-``Raw`` speaks each binding by hand (httpx, no a2a client code), for the cases the client cannot
-express (malformed input, missing headers) and to check the wire form itself. The expected error
+``Raw`` speaks each HTTP binding by hand (httpx, no a2a client code), for the cases the client
+cannot express (malformed input, missing headers) and to check the wire form itself.
+``open_stdio_twin`` serves a server's agent over the stdio binding in this process. The expected error
 table below is written out from the specification, not imported from ``a2a.errors``, so that a
 wrong entry there shows up here.
 """
@@ -11,10 +12,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import importlib.util
+import inspect
 import json
+import os
 import sys
 import time
 import uuid
+import weakref
 from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +32,8 @@ import msgspec
 from a2a import A2AServer, Agent, RequestContext
 from a2a import types as t
 from a2a.protocol.sse import SSEDecoder
+from a2a.server.stdio import StdioConfig, serve_stdio
+from a2a.transport.stdio_pipes import PipeTransport
 
 T = TypeVar("T")
 
@@ -428,7 +434,112 @@ def load_module(file_name: str) -> ModuleType:
     return module
 
 
+def summary(event: t.StreamResponse) -> tuple[str, str]:
+    """What a stream event says, in short: an artifact chunk's text, or a status's state."""
+    payload = event.payload
+    if isinstance(payload, t.TaskArtifactUpdateEvent):
+        return "artifactUpdate", payload.artifact.parts[0].text or ""
+    if isinstance(payload, t.TaskStatusUpdateEvent):
+        return "statusUpdate", payload.status.state.value
+    if isinstance(payload, t.Task):
+        return "task", payload.status.state.value
+    return "message", payload.text
+
+
 async def task_state(server: A2AServer, task_id: str) -> t.TaskState | None:
     """The state the server's store holds for a task (``None``: no such task)."""
     record = await server.handler.store.get(task_id)
     return None if record is None else record.task.status.state
+
+
+# ---- the stdio binding, in this process -----------------------------------------------------
+
+#: Whether ``serve_stdio`` can serve an existing ``RequestHandler`` (the server's own). Without
+#: that, a stdio connection gets its own handler over the server's store and bus (a replica).
+STDIO_SERVES_A_HANDLER = "handler" in inspect.signature(serve_stdio).parameters
+
+
+@dataclass
+class StdioTwin:
+    """One stdio connection to a server's agent, in this process.
+
+    ``serve_stdio`` runs on one end of two ``os.pipe()`` pairs (as ``a2a serve --stdio`` runs on
+    its stdin and stdout) and the client's ``PipeTransport`` on the other, so the real framing,
+    ``initialize`` handshake and dispatcher carry every call. It serves the server's agent, task
+    store, event bus and authentication, so that a test sees one server whatever the binding.
+    """
+
+    transport: PipeTransport
+    serving: asyncio.Task[int]
+    stop: asyncio.Event
+
+    async def wait_closed(self, timeout: float = WAIT) -> int:
+        """The server side's exit status, once its input has ended (bounded)."""
+        return await bounded(asyncio.shield(self.serving), timeout)
+
+
+#: The stdio connections opened to each server, so that stopping the server stops them too.
+_TWINS: weakref.WeakKeyDictionary[A2AServer, list[StdioTwin]] = weakref.WeakKeyDictionary()
+
+
+class TestServer(A2AServer):
+    """An ``A2AServer`` whose ``stop`` also stops the stdio servers of its twins, as ``SIGTERM``
+    stops ``a2a serve --stdio``: stopping the server means the same on every binding."""
+
+    __test__ = False  # not a test class, whatever its name
+
+    async def stop(self) -> None:
+        twins = _TWINS.get(self, [])
+        if STDIO_SERVES_A_HANDLER:
+            # One handler for all: stopping the server cancels the runs; then the stdio
+            # connections, which answered that, end.
+            await super().stop()
+            await _stop_twins(twins)
+        else:
+            # Each stdio server runs its own handler, as each ``a2a serve --stdio`` process does.
+            await _stop_twins(twins)
+            await super().stop()
+
+
+async def _stop_twins(twins: list[StdioTwin]) -> None:
+    for twin in twins:
+        twin.stop.set()
+    if twins:
+        await bounded(asyncio.wait([twin.serving for twin in twins]), WAIT)
+
+
+def open_stdio_twin(server: A2AServer, headers: dict[str, str] | None = None) -> StdioTwin:
+    """A new stdio connection to ``server``'s agent; ``headers`` go in ``initialize``.
+
+    Without ``serve_stdio(handler=...)`` each connection is served by its own handler over the
+    server's store and bus, as two ``a2a serve --stdio`` processes sharing a store would be.
+    """
+    to_agent_read, to_agent_write = os.pipe()
+    from_agent_read, from_agent_write = os.pipe()
+    stop = asyncio.Event()
+    options: dict[str, Any] = {
+        "auth": server.authenticator,
+        "config": StdioConfig(max_line_bytes=server.config.max_body_bytes),
+        "stdin_fd": to_agent_read,
+        "stdout_fd": from_agent_write,
+        "stop": stop,
+    }
+    if STDIO_SERVES_A_HANDLER:
+        options["handler"] = server.handler
+    else:
+        options.update(store=server.handler.store, bus=server.handler.bus)
+
+    async def serve() -> int:
+        try:
+            return await serve_stdio(server.agent, **options)
+        finally:
+            for fd in (to_agent_read, from_agent_write):
+                os.close(fd)
+
+    serving = asyncio.get_running_loop().create_task(serve(), name=f"stdio twin of {server.agent.name}")
+    transport = PipeTransport(
+        from_agent_read, to_agent_write, headers=headers, name=f"in-process stdio agent {server.agent.name!r}"
+    )
+    twin = StdioTwin(transport, serving, stop)
+    _TWINS.setdefault(server, []).append(twin)
+    return twin

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import pytest
 
-from a2a import A2AServer, ApiKeyAuth, BearerAuth
+from a2a import A2AClient, A2AServer, ApiKey, ApiKeyAuth, BearerAuth, BearerToken
+from a2a.client import user_message as a2a_user_message
+from a2a.errors import AuthenticationRequiredError, ProtocolError, TaskNotFoundError
+from a2a.types import Message, Task, TaskState
 
-from .conftest import OpenRaw, StartServer
-from .helpers import Raw, expect_error, load_module, send_params, user_message
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import Raw, bounded, collect, expect_error, load_module, send_params, summary, user_message
 
 ALICE = {"Authorization": "Bearer tok-a"}
 BOB = {"Authorization": "Bearer tok-b"}
@@ -170,3 +175,148 @@ async def test_same_message_id_from_two_callers_is_two_messages(sraw: Raw) -> No
     alice = (await sraw.call("SendMessage", params, headers=ALICE)).result["task"]
     bob = (await sraw.call("SendMessage", params, headers=BOB)).result["task"]
     assert alice["id"] != bob["id"], "idempotency records are per caller: Bob must not get Alice's task"
+
+
+# ---- the same, through the client, on every binding ------------------------------------------
+#
+# The tests above check the HTTP wire (401, WWW-Authenticate, bodies). Through the client the
+# binding-neutral part holds everywhere: the error class and code. (WebSocket refuses the
+# upgrade with the same 401 and challenge; stdio refuses ``initialize``, with no status and no
+# headers, only the error.)
+
+CLIENT_OPERATIONS: list[tuple[str, Callable[[A2AClient], Awaitable[object]]]] = [
+    ("SendMessage", lambda c: c.send("hello")),
+    ("SendStreamingMessage", lambda c: collect(c.stream("stream:1"))),
+    ("GetTask", lambda c: c.get_task("TASK")),
+    ("ListTasks", lambda c: c.list_tasks()),
+    ("CancelTask", lambda c: c.cancel_task("TASK")),
+    ("SubscribeToTask", lambda c: collect(c.subscribe("TASK"))),
+    ("CreateTaskPushNotificationConfig", lambda c: c.create_push_config("TASK", "https://example.com/hook")),
+    ("GetTaskPushNotificationConfig", lambda c: c.get_push_config("TASK", "c")),
+    ("ListTaskPushNotificationConfigs", lambda c: c.list_push_configs("TASK")),
+    ("DeleteTaskPushNotificationConfig", lambda c: c.delete_push_config("TASK", "c")),
+    ("GetExtendedAgentCard", lambda c: c.get_extended_card()),
+]
+CLIENT_BAD_CREDENTIALS = {
+    "none": None,
+    "wrong bearer": BearerToken("tok-x"),
+    "wrong api key": ApiKey("key-x"),
+    "key in the wrong header": ApiKey("key-c", header="X-Api-Token"),
+}
+
+
+async def test_client_without_credentials_every_operation_is_refused(
+    secured: A2AServer, open_client: OpenClient
+) -> None:
+    client = await open_client(secured)
+    for name, call in CLIENT_OPERATIONS:
+        with pytest.raises(AuthenticationRequiredError) as caught:
+            await bounded(call(client))
+        assert caught.value.code == -32000, name
+
+
+@pytest.mark.parametrize("credentials", CLIENT_BAD_CREDENTIALS.values(), ids=CLIENT_BAD_CREDENTIALS.keys())
+async def test_client_bad_credentials_are_refused(
+    secured: A2AServer, open_client: OpenClient, credentials: BearerToken | ApiKey | None
+) -> None:
+    client = await open_client(secured, credentials=credentials)
+    for call in (lambda: client.send("hello"), client.list_tasks):
+        with pytest.raises(AuthenticationRequiredError):
+            await bounded(call())
+
+
+@pytest.mark.parametrize(
+    "credentials", [BearerToken("tok-a"), BearerToken("tok-b"), ApiKey("key-c")], ids=["alice", "bob", "carol"]
+)
+async def test_client_right_credentials_work(
+    secured: A2AServer, open_client: OpenClient, credentials: BearerToken | ApiKey
+) -> None:
+    client = await open_client(secured, credentials=credentials)
+    reply = await bounded(client.send("let me in"))
+    assert isinstance(reply, Message) and reply.text == "let me in"
+    task = await bounded(client.send("stream:1"))
+    assert isinstance(task, Task)
+    assert (await bounded(client.get_task(task.id))).id == task.id
+    events = await collect(client.stream("stream:2"))
+    assert summary(events[-1]) == ("statusUpdate", "TASK_STATE_COMPLETED")
+
+
+async def _same_refusal(theirs: ProtocolError, unknown: ProtocolError, task_id: str) -> None:
+    """Another principal's task must be indistinguishable from a task that does not exist."""
+    assert type(theirs) is type(unknown) is TaskNotFoundError
+    assert theirs.code == unknown.code == -32001
+    assert theirs.message.replace(task_id, "ID") == unknown.message.replace("no-such-task", "ID")
+
+
+async def _refusal(call: Awaitable[object]) -> ProtocolError:
+    with pytest.raises(ProtocolError) as caught:
+        await bounded(call)
+    return caught.value
+
+
+@pytest.fixture
+async def alice_and_bob(secured: A2AServer, open_client: OpenClient) -> tuple[A2AClient, A2AClient]:
+    return await open_client(secured, credentials=BearerToken("tok-a")), await open_client(
+        secured, credentials=BearerToken("tok-b")
+    )
+
+
+async def test_client_someone_elses_task_looks_unknown(alice_and_bob: tuple[A2AClient, A2AClient]) -> None:
+    alice, bob = alice_and_bob
+    task = await bounded(alice.send("hold:30", return_immediately=True))
+    assert isinstance(task, Task)
+    try:
+        for call in (bob.get_task, bob.cancel_task, lambda i: collect(bob.subscribe(i))):
+            await _same_refusal(await _refusal(call(task.id)), await _refusal(call("no-such-task")), task.id)
+        # Bob's attempts changed nothing for Alice.
+        state = (await bounded(alice.get_task(task.id))).status.state
+        assert state in (TaskState.SUBMITTED, TaskState.WORKING)
+    finally:
+        await bounded(alice.cancel_task(task.id))
+
+
+async def test_client_someone_elses_task_cannot_be_continued(serve: StartServer, open_client: OpenClient) -> None:
+    server = await serve(
+        load_module("input_required_agent.py").agent,
+        auth=[BearerAuth(credentials={"tok-a": "alice", "tok-b": "bob"})],
+    )
+    alice = await open_client(server, credentials=BearerToken("tok-a"))
+    bob = await open_client(server, credentials=BearerToken("tok-b"))
+    task = await bounded(alice.send("hi"))
+    assert isinstance(task, Task) and task.status.state == TaskState.INPUT_REQUIRED
+    theirs = await _refusal(bob.send("Mallory", task_id=task.id))
+    unknown = await _refusal(bob.send("Mallory", task_id="no-such-task"))
+    await _same_refusal(theirs, unknown, task.id)
+    still = await bounded(alice.get_task(task.id))
+    assert still.status.state == TaskState.INPUT_REQUIRED
+    assert all(m.text != "Mallory" for m in still.history or []), "Bob's message reached the task"
+
+
+async def test_client_list_tasks_shows_only_the_callers_tasks(
+    secured: A2AServer, open_client: OpenClient, alice_and_bob: tuple[A2AClient, A2AClient]
+) -> None:
+    alice, bob = alice_and_bob
+    carol = await open_client(secured, credentials=ApiKey("key-c"))
+
+    async def task_id(client: A2AClient) -> str:
+        task = await bounded(client.send("stream:1"))
+        assert isinstance(task, Task)
+        return task.id
+
+    mine = {await task_id(alice)}
+    theirs = {await task_id(bob), await task_id(bob)}
+    listed_alice = await bounded(alice.list_tasks())
+    assert {task.id for task in listed_alice.tasks} == mine
+    assert {task.id for task in (await bounded(bob.list_tasks())).tasks} == theirs
+    assert (await bounded(carol.list_tasks())).tasks == []
+    assert listed_alice.total_size in (None, 1), "the total must not count other callers' tasks"
+
+
+async def test_client_same_message_id_from_two_callers_is_two_messages(
+    alice_and_bob: tuple[A2AClient, A2AClient],
+) -> None:
+    alice, bob = alice_and_bob
+    message = a2a_user_message("stream:1")
+    theirs, mine = await bounded(alice.send(message)), await bounded(bob.send(message))
+    assert isinstance(theirs, Task) and isinstance(mine, Task)
+    assert theirs.id != mine.id, "idempotency records are per caller: Bob must not get Alice's task"

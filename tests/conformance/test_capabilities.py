@@ -5,11 +5,18 @@ from __future__ import annotations
 import pytest
 
 from a2a import A2AClient, Agent, BearerAuth, BearerToken
-from a2a.errors import ProtocolError
-from a2a.types import AgentCapabilities, AgentCard
+from a2a.errors import (
+    AuthenticationRequiredError,
+    ContentTypeNotSupportedError,
+    ExtendedAgentCardNotConfiguredError,
+    ProtocolError,
+    PushNotificationNotSupportedError,
+    UnsupportedOperationError,
+)
+from a2a.types import AgentCapabilities, AgentCard, Task
 
 from .conftest import OpenClient, OpenRaw, StartServer
-from .helpers import Raw, bounded, expect_error, load_module, send_params, user_message
+from .helpers import Raw, bounded, collect, expect_error, load_module, send_params, user_message
 
 PUSH_CONFIG = {"url": "https://example.com/webhook", "token": "t"}
 
@@ -135,3 +142,56 @@ async def test_client_raises_the_capability_errors(client: A2AClient) -> None:
 async def test_unsupported_output_mode_is_content_type_not_supported(raw: Raw) -> None:
     params = {"message": user_message("hi"), "configuration": {"acceptedOutputModes": ["image/png"]}}
     expect_error(await raw.call("SendMessage", params), -32005)
+
+
+# ---- the same, through the client, on every binding ------------------------------------------
+#
+# The tests above check each refusal's wire form on HTTP; through the client, its error class
+# and code hold on every binding.
+
+
+async def test_client_push_config_operations_are_not_supported(client: A2AClient) -> None:
+    calls = [
+        client.create_push_config("some-task", "https://example.com/webhook", token="t"),
+        client.get_push_config("some-task", "cfg-1"),
+        client.list_push_configs("some-task"),
+        client.delete_push_config("some-task", "cfg-1"),
+    ]
+    for call in calls:
+        with pytest.raises(PushNotificationNotSupportedError) as caught:
+            await bounded(call)
+        assert caught.value.code == -32003
+
+
+async def test_client_streaming_off_refuses_both_streaming_operations(
+    serve: StartServer, open_client: OpenClient
+) -> None:
+    client = await open_client(await serve(_echo(streaming=False)))
+    with pytest.raises(UnsupportedOperationError):
+        await collect(client.stream("stream:1"))
+    task = await bounded(client.send("stream:1"))
+    assert isinstance(task, Task)
+    with pytest.raises(UnsupportedOperationError):
+        await collect(client.subscribe(task.id))
+    assert (await bounded(client.list_tasks())).tasks, "the connection still serves"
+
+
+async def test_client_extended_card_declared_but_not_configured(serve: StartServer, open_client: OpenClient) -> None:
+    server = await serve(_echo(declare=True), auth=[BearerAuth(credentials={"tok": "alice"})])
+    client = await open_client(server, credentials=BearerToken("tok"))
+    assert (await bounded(client.get_card())).capabilities.extended_agent_card is True
+    with pytest.raises(ExtendedAgentCardNotConfiguredError) as caught:
+        await bounded(client.get_extended_card())
+    assert caught.value.code == -32007
+
+
+async def test_client_extended_card_needs_authentication(serve: StartServer, open_client: OpenClient) -> None:
+    client = await open_client(await serve(_echo(declare=True), auth=[BearerAuth(credentials={"tok": "alice"})]))
+    with pytest.raises(AuthenticationRequiredError):
+        await bounded(client.get_extended_card())
+
+
+async def test_client_unsupported_output_mode_is_content_type_not_supported(client: A2AClient) -> None:
+    with pytest.raises(ContentTypeNotSupportedError) as caught:
+        await bounded(client.send("hi", accepted_output_modes=["image/png"]))
+    assert caught.value.code == -32005

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from a2a import A2AServer, Agent, RequestContext
+from a2a import A2AClient, A2AServer, Agent, RequestContext
+from a2a.errors import InternalError
+from a2a.types import Message, Task, TaskState, TaskStatusUpdateEvent
 
-from .conftest import OpenRaw, StartServer
-from .helpers import TRACEBACK_MARKERS, Raw, expect_error, send_params, text_of
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import TRACEBACK_MARKERS, Raw, bounded, collect, expect_error, send_params, summary, text_of
 
 SECRET = "s3cr3t-internal-detail"
 
@@ -106,3 +108,69 @@ async def test_server_fault_while_sending(echo_server: A2AServer, raw: Raw, monk
         assert expect_error(result, -32603) == "Internal error"
         assert SECRET not in result.body.decode()
     await raw.echo_ok()
+
+
+# ---- the same, through the client, on every binding ------------------------------------------
+#
+# WebSocket and stdio turn exceptions into JSON-RPC errors in their own place (the connection
+# dispatcher), so the same promises are checked there: the task fails with the agent's text,
+# a server fault is a generic -32603 with nothing of the fault in it, and serving goes on.
+
+
+@pytest.fixture
+async def raiser_client(serve: StartServer, open_client: OpenClient) -> A2AClient:
+    return await open_client(await serve(_raising_agent()))
+
+
+async def test_client_agent_exception_fails_the_task_with_its_text(raiser_client: A2AClient) -> None:
+    task = await bounded(raiser_client.send("go"))
+    assert isinstance(task, Task) and task.status.state == TaskState.FAILED
+    assert task.status.message is not None
+    assert task.status.message.text == "the widget broke: part 7 is missing"
+    _no_traceback(task.status.message.text)
+    assert (await bounded(raiser_client.get_task(task.id))).status.state == TaskState.FAILED
+
+
+async def test_client_agent_exception_ends_the_stream_with_failed(raiser_client: A2AClient) -> None:
+    events = await collect(raiser_client.stream("go"))
+    last = events[-1].payload
+    assert isinstance(last, TaskStatusUpdateEvent) and last.status.state == TaskState.FAILED
+    assert last.status.message is not None and last.status.message.text == "the widget broke: part 7 is missing"
+
+
+@pytest.mark.parametrize("method", ["GetTask", "CancelTask"])
+async def test_client_server_fault_is_a_generic_internal_error(
+    echo_server: A2AServer, client: A2AClient, monkeypatch: pytest.MonkeyPatch, method: str
+) -> None:
+    task = await bounded(client.send("stream:1"))
+    assert isinstance(task, Task)
+
+    async def broken_get(_task_id: str) -> None:
+        raise RuntimeError(SECRET)
+
+    call = client.get_task if method == "GetTask" else client.cancel_task
+    with monkeypatch.context() as patch:
+        patch.setattr(echo_server.handler.store, "get", broken_get)
+        with pytest.raises(InternalError) as caught:
+            await bounded(call(task.id))
+    assert caught.value.code == -32603
+    assert caught.value.message == "Internal error"
+    assert SECRET not in str(caught.value) and SECRET not in repr(caught.value.data)
+    # The fault was one request's; the connection and the server go on serving.
+    assert (await bounded(client.get_task(task.id))).id == task.id
+    reply = await bounded(client.send("still there?"))
+    assert isinstance(reply, Message) and reply.text == "still there?"
+
+
+async def test_client_server_fault_while_streaming(
+    echo_server: A2AServer, client: A2AClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken_claim(_key: object, _record: object) -> None:
+        raise RuntimeError(SECRET)
+
+    with monkeypatch.context() as patch:
+        patch.setattr(echo_server.handler.store, "claim_message", broken_claim)
+        with pytest.raises(InternalError) as caught:
+            await collect(client.stream("stream:1"))
+    assert caught.value.message == "Internal error" and SECRET not in str(caught.value)
+    assert [summary(e)[1] for e in await collect(client.stream("stream:1"))][-1] == "TASK_STATE_COMPLETED"

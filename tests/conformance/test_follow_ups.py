@@ -148,6 +148,7 @@ async def test_cancel_while_the_agent_works_on_the_answer(
     assert await task_state(server, task.id) == TaskState.CANCELED
 
 
+@pytest.mark.patches_server_handler
 async def test_second_follow_up_while_the_first_is_handled_is_refused(
     serve: StartServer, open_client: OpenClient, gate: Gate, monkeypatch: pytest.MonkeyPatch
 ) -> None:

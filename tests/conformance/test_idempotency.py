@@ -4,13 +4,16 @@ from __future__ import annotations
 
 import asyncio
 
+import msgspec
 import pytest
 
-from a2a import A2AServer
-from a2a.types import TaskState
+from a2a import A2AClient, A2AServer
+from a2a.client import user_message as a2a_user_message
+from a2a.errors import InvalidParamsError
+from a2a.types import Message, Part, Task, TaskState
 
-from .conftest import OpenRaw, StartServer
-from .helpers import Gate, Raw, bounded, counting_agent, expect_error, gated_agent, load_module, user_message
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import Gate, Raw, bounded, collect, counting_agent, expect_error, gated_agent, load_module, user_message
 
 
 @pytest.fixture
@@ -107,3 +110,71 @@ async def test_retried_follow_up_is_the_same_task_not_an_error(serve: StartServe
     assert not retried.is_error, f"retry of a finished follow-up failed: {retried.body!r}"
     assert retried.result["task"]["id"] == task["id"]
     assert retried.result["task"]["status"]["state"] == TaskState.COMPLETED.value
+
+
+# ---- the same, through the client, on every binding ------------------------------------------
+#
+# A client sends a fixed messageId by passing a ``Message`` (as its retry policy does when it
+# resends): the outcome is the same on every binding.
+
+
+@pytest.fixture
+async def counter(serve: StartServer, open_client: OpenClient, gate: Gate) -> A2AClient:
+    return await open_client(await serve(counting_agent(gate)))
+
+
+async def test_client_same_message_twice_is_the_same_task_and_one_execution(counter: A2AClient, gate: Gate) -> None:
+    message = a2a_user_message("once")
+    first, second = await bounded(counter.send(message)), await bounded(counter.send(message))
+    assert isinstance(first, Task) and isinstance(second, Task)
+    assert second.id == first.id
+    assert second.status.state == first.status.state == TaskState.COMPLETED
+    assert gate.executions == 1
+    assert [task.id for task in (await bounded(counter.list_tasks())).tasks] == [first.id]
+
+
+async def test_client_same_message_for_a_message_reply_is_the_same_reply(
+    serve: StartServer, open_client: OpenClient, gate: Gate
+) -> None:
+    client = await open_client(await serve(counting_agent(gate, reply=True)))
+    message = a2a_user_message("once")
+    first, second = await bounded(client.send(message)), await bounded(client.send(message))
+    assert isinstance(first, Message) and second == first
+    assert gate.executions == 1
+
+
+async def test_client_same_message_id_with_other_content_is_invalid_params(counter: A2AClient, gate: Gate) -> None:
+    message = a2a_user_message("original")
+    await bounded(counter.send(message))
+    changed = msgspec.structs.replace(message, parts=[Part(text="something else")])
+    with pytest.raises(InvalidParamsError) as caught:
+        await bounded(counter.send(changed))
+    assert message.message_id in caught.value.message
+    assert gate.executions == 1
+
+
+async def test_client_concurrent_duplicates_run_the_agent_once(
+    serve: StartServer, open_client: OpenClient, gate: Gate
+) -> None:
+    client = await open_client(await serve(gated_agent(gate, chunks=1)))
+    message = a2a_user_message("together")
+    # Five at once: on WebSocket and stdio, five requests in flight on one connection.
+    sends = asyncio.gather(*(client.send(message) for _ in range(5)))
+    await bounded(gate.entered.wait())
+    gate.release.set()
+    outcomes = await bounded(sends)
+    assert all(isinstance(t, Task) and t.status.state == TaskState.COMPLETED for t in outcomes)
+    assert len({task.id for task in outcomes if isinstance(task, Task)}) == 1, "duplicates made several tasks"
+    assert gate.executions == 1
+
+
+async def test_client_retried_stream_gets_the_outcome_without_a_second_run(counter: A2AClient, gate: Gate) -> None:
+    message = a2a_user_message("streamed")
+    first = await collect(counter.stream(message))
+    again = await collect(counter.stream(message))
+    task = first[0].payload
+    assert isinstance(task, Task)
+    last = again[-1].payload
+    assert isinstance(last, Task) and last.id == task.id
+    assert last.status.state == TaskState.COMPLETED
+    assert gate.executions == 1

@@ -8,11 +8,22 @@ import itertools
 
 import pytest
 
-from a2a import A2AServer
+from a2a import A2AClient, A2AServer
 from a2a.types import Task, TaskState
 
 from .conftest import OpenClient, OpenRaw, StartServer
-from .helpers import Gate, Raw, RawEvent, bounded, collect, gated_agent, send_params, task_state, wait_until
+from .helpers import (
+    Gate,
+    Raw,
+    RawEvent,
+    bounded,
+    collect,
+    gated_agent,
+    send_params,
+    summary,
+    task_state,
+    wait_until,
+)
 
 CHUNKS = 20
 
@@ -156,3 +167,89 @@ async def test_client_subscribers_agree(gated_server: A2AServer, open_client: Op
     events_a, events_b = await bounded(asyncio.gather(collect(stream_a), collect(stream_b)))
     assert events_a == events_b
     assert len(events_a) == CHUNKS + 1
+
+
+# ---- the same, through the client, on every binding ------------------------------------------
+#
+# The tests above read the SSE wire by hand (HTTP bindings only); these say the same through the
+# A2A client, so they hold on WebSocket and stdio too (event ids are the SSE ids there, not here).
+
+EXPECTED = [("artifactUpdate", f"part {i}") for i in range(CHUNKS)] + [("statusUpdate", "TASK_STATE_COMPLETED")]
+
+
+async def test_client_several_subscribers_each_get_every_event_in_order(
+    gated_server: A2AServer, open_client: OpenClient, gate: Gate
+) -> None:
+    origin_client = await open_client(gated_server)
+    subscriber_clients = [await open_client(gated_server) for _ in range(3)]
+    origin = origin_client.stream("go")
+    first = await bounded(anext(origin))
+    assert isinstance(first.payload, Task)
+    task_id = first.payload.id
+    await bounded(gate.entered.wait())
+    subscribers = [c.subscribe(task_id) for c in subscriber_clients]
+    # One more on the origin's own connection: two streams of one task multiplexed on it.
+    subscribers.append(origin_client.subscribe(task_id))
+    firsts = [await bounded(anext(s)) for s in subscribers]
+    for event in firsts:
+        assert isinstance(event.payload, Task) and event.payload.id == task_id
+        assert event.payload.status.state == TaskState.WORKING
+    gate.release.set()
+    rests = await bounded(asyncio.gather(*(collect(s) for s in subscribers)))
+    origin_rest = await collect(origin)
+    for rest in rests:
+        assert [summary(e) for e in rest] == EXPECTED
+        assert rest == rests[0], "every subscriber saw the very same events"
+    assert origin_rest[-len(EXPECTED) :] == rests[0], "the creating stream saw them too"
+
+
+async def test_client_stream_ends_after_input_required(greeter_server: A2AServer, greeter: A2AClient) -> None:
+    events = await collect(greeter.stream("hi"))
+    assert summary(events[-1]) == ("statusUpdate", "TASK_STATE_INPUT_REQUIRED")
+    first = events[0].payload
+    assert isinstance(first, Task)
+    assert await task_state(greeter_server, first.id) == TaskState.INPUT_REQUIRED
+
+
+async def test_client_subscribe_to_a_task_waiting_for_input_is_the_task_then_the_end(greeter: A2AClient) -> None:
+    task = await bounded(greeter.send("hi"))
+    assert isinstance(task, Task)
+    events = await collect(greeter.subscribe(task.id))
+    assert [summary(e) for e in events] == [("task", "TASK_STATE_INPUT_REQUIRED")]
+
+
+async def test_client_leaving_one_subscription_affects_no_other(
+    gated_server: A2AServer, open_client: OpenClient, gate: Gate
+) -> None:
+    client = await open_client(gated_server)
+    task = await bounded(client.send("go", return_immediately=True))
+    assert isinstance(task, Task)
+    await bounded(gate.entered.wait())
+    stayer, leaver = client.subscribe(task.id), client.subscribe(task.id)
+    await bounded(anext(stayer))
+    await bounded(anext(leaver))
+    await bounded(leaver.aclose())  # type: ignore[attr-defined]  # one connection (WebSocket, stdio): $/cancel
+    gate.release.set()
+    events = await collect(stayer)
+    assert [summary(e) for e in events] == EXPECTED
+    assert await task_state(gated_server, task.id) == TaskState.COMPLETED
+    assert (await bounded(client.get_task(task.id))).status.state == TaskState.COMPLETED
+
+
+async def test_client_the_creating_stream_leaving_does_not_cancel_the_task(
+    gated_server: A2AServer, open_client: OpenClient, gate: Gate
+) -> None:
+    client = await open_client(gated_server)
+    origin = client.stream("go")
+    first = (await bounded(anext(origin))).payload
+    assert isinstance(first, Task)
+    await bounded(gate.entered.wait())
+    await bounded(origin.aclose())  # type: ignore[attr-defined]
+    gate.release.set()
+
+    async def completed() -> bool:
+        return await task_state(gated_server, first.id) == TaskState.COMPLETED
+
+    await wait_until(completed, what="the task to complete after its stream was left")
+    stored = await bounded(client.get_task(first.id))
+    assert stored.artifacts and len(stored.artifacts[0].parts) == CHUNKS
