@@ -11,7 +11,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples"
 #: Our echo agent served over stdio by the real CLI.
-ECHO_STDIO = [sys.executable, "-m", "a2a.cli.main", "serve", f"{EXAMPLES / 'echo_agent.py'}:agent", "--stdio", "--no-push"]
+ECHO_STDIO = [
+    *(sys.executable, "-m", "a2a.cli.main", "serve", f"{EXAMPLES / 'echo_agent.py'}:agent"),
+    *("--stdio", "--no-push"),
+]
 #: The agent written with the standard library only.
 STDLIB_AGENT = [sys.executable, str(EXAMPLES / "stdio_agent_stdlib.py")]
 #: Every bound in these tests: nothing waits longer than this.
