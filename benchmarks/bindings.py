@@ -22,7 +22,7 @@ import os
 import shutil
 import sys
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from pathlib import Path
 
 from procs import REPO, Procs, cpu_plan, free_port, pin_self, python, wait_ready
