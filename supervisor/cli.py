@@ -173,6 +173,8 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
             if isinstance(event, ev.InputRequested) and interactive:
                 supervisor.answer(event.delegation_id, await _ask(console, live, event))
             live.update(view.render())
+    if not console.is_terminal:
+        console.line()  # Live leaves its last frame without a line break when not on a terminal
     console.print(view.summary())
     return view.finished.status if view.finished else status
 

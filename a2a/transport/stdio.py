@@ -16,9 +16,12 @@ import contextlib
 import logging
 import os
 import shlex
+import shutil
 import signal
 import subprocess
+import sys
 from collections.abc import AsyncIterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any, cast
 
 from .. import types as t
@@ -222,6 +225,17 @@ class _Child:
             await asyncio.wait([self.watcher], timeout=_KILL_WAIT)
 
 
+def resolve_a2a_command(argv: list[str]) -> list[str]:
+    """``a2a ...`` runs this installation's ``a2a`` even when its virtual environment is not on
+    PATH (a config that says ``a2a serve agents.code:agent --stdio`` then works from anywhere)."""
+    if argv[0] != "a2a" or shutil.which("a2a") is not None:
+        return argv
+    beside = Path(sys.executable).with_name("a2a")
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return [str(beside), *argv[1:]]
+    return [sys.executable, "-m", "a2a.cli.main", *argv[1:]]
+
+
 class StdioTransport(ConnectionTransport):
     """A2A with an agent that runs as a child process (``argv``), over its stdin and stdout.
 
@@ -247,7 +261,7 @@ class StdioTransport(ConnectionTransport):
     ) -> None:
         if not argv:
             raise ValueError("StdioTransport needs a command line (argv) to start the agent")
-        self.argv = list(argv)
+        self.argv = resolve_a2a_command(list(argv))
         self.headers = {"A2A-Version": "1.0", **(headers or {})}
         self.env = env
         self.cwd = cwd
