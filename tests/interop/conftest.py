@@ -45,7 +45,8 @@ def sdk_server_url(sdk_python: Path) -> Iterator[str]:
 @pytest.fixture(scope="session")
 def our_server_url() -> Iterator[str]:
     """``a2a serve examples/echo_agent.py:agent`` on a free port, no auth."""
-    proc, url = our_env.start_our_server()
+    # Push off, as on the reference server it is compared with (a2a serve offers it by default).
+    proc, url = our_env.start_our_server("--no-push")
     try:
         yield url
     finally:
