@@ -85,8 +85,13 @@ class RetryPolicy:
             self.budget.on_call()
         started = time.monotonic()
         attempt = 0
+        previous: Exception | None = None
         while True:
             attempt += 1
+            if previous is not None and self.deadline is not None and time.monotonic() - started >= self.deadline:
+                # The wait before this retry used up the deadline: the real failure says more
+                # than "timed out".
+                raise previous
             try:
                 left = self.remaining(started)  # raises RequestTimeoutError once spent
                 if left is None:
@@ -101,6 +106,7 @@ class RetryPolicy:
                 if delay is None:
                     raise
                 log.info("retrying %s in %.2fs after attempt %d failed: %s", what, delay, attempt, exc)
+                previous = exc
                 await asyncio.sleep(delay)
 
     def _next_delay(self, exc: Exception, attempt: int, started: float) -> float | None:

@@ -30,6 +30,7 @@ from ..protocol.connection import (
     encode_cancel,
 )
 from ..protocol.jsonrpc import RequestIdCounter, encode_request
+from ..protocol.lines import LineDecoder, LineTooLongError
 from .base import ClientTransport, StreamItem
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "ConnectionTransport", "Multiplexer", "StreamEvent", "with_tenant"]
@@ -245,3 +246,16 @@ def with_tenant(params: Any, tenant: str | None) -> Any:
     if tenant and getattr(params, "tenant", "absent") is None:
         return msgspec.structs.replace(params, tenant=tenant)
     return params
+
+
+def feed_lines(decoder: LineDecoder, mux: Multiplexer, data: bytes) -> str | None:
+    """Feed bytes from a line-framed peer (stdio) to ``mux``; says what the peer did wrong if it
+    broke the framing (``None`` when all is well)."""
+    try:
+        for line in decoder.feed(data):
+            mux.feed(line)
+    except LineTooLongError as exc:
+        return f"wrote a line over {exc.limit} bytes"
+    except InvalidResponseError as exc:
+        return f"wrote something that is not a JSON-RPC line: {exc}"
+    return None

@@ -27,10 +27,10 @@ from typing import Any, cast
 from .. import types as t
 from ..errors import InvalidResponseError, TransportError
 from ..protocol.connection import INITIALIZE_METHOD, STDIO_BINDING, InitializeParams, InitializeResult
-from ..protocol.lines import DEFAULT_MAX_LINE_BYTES, LineDecoder, LineTooLongError, encode_line
+from ..protocol.lines import DEFAULT_MAX_LINE_BYTES, LineDecoder, encode_line
 from ..protocol.methods import MethodSpec
 from .base import StreamItem
-from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, with_tenant
+from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, feed_lines, with_tenant
 
 __all__ = ["StdioTransport"]
 
@@ -121,13 +121,9 @@ class _Child:
     def on_stdout(self, data: bytes) -> None:
         if self._broken is not None:
             return
-        try:
-            for line in self.decoder.feed(data):
-                self.mux.feed(line)
-        except LineTooLongError as exc:
-            self._protocol_error(f"wrote a line over {exc.limit} bytes on stdout")
-        except InvalidResponseError as exc:
-            self._protocol_error(f"wrote something that is not a JSON-RPC line on stdout: {exc}")
+        problem = feed_lines(self.decoder, self.mux, data)
+        if problem is not None:
+            self._protocol_error(f"{problem} (on stdout)")
 
     def _protocol_error(self, what: str) -> None:
         self._broken = what

@@ -27,10 +27,10 @@ from typing import Any
 from .. import types as t
 from ..errors import InvalidResponseError, TransportError
 from ..protocol.connection import INITIALIZE_METHOD, STDIO_BINDING, InitializeParams, InitializeResult
-from ..protocol.lines import DEFAULT_MAX_LINE_BYTES, LineDecoder, LineTooLongError, encode_line
+from ..protocol.lines import DEFAULT_MAX_LINE_BYTES, LineDecoder, encode_line
 from ..protocol.methods import MethodSpec
 from .base import StreamItem
-from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, with_tenant
+from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, feed_lines, with_tenant
 
 __all__ = ["PipeTransport"]
 
@@ -175,13 +175,9 @@ class PipeTransport(ConnectionTransport):
     def _on_data(self, data: bytes) -> None:
         if self._broken:
             return
-        try:
-            for line in self._decoder.feed(data):
-                self.mux.feed(line)
-        except LineTooLongError as exc:
-            self._protocol_error(f"wrote a line over {exc.limit} bytes")
-        except InvalidResponseError as exc:
-            self._protocol_error(f"wrote something that is not a JSON-RPC line: {exc}")
+        problem = feed_lines(self._decoder, self.mux, data)
+        if problem is not None:
+            self._protocol_error(problem)
 
     def _protocol_error(self, what: str) -> None:
         self._broken = True
