@@ -24,13 +24,17 @@ _FRAME = re.compile(r"^(?P<func>.*?) \((?P<file>.*?)(?::(?P<line>\d+))?\)$")
 _OURS = re.compile(r"(^|/)(a2a|examples)/[^/]")
 
 
+#: Paths in our tree are shown relative to the repository (whose location varies per machine).
+_REPO_ROOT = str(Path(__file__).resolve().parents[1]) + "/"
+
+
 def _key(frame: str) -> tuple[str, str]:
     m = _FRAME.match(frame.strip())
     if not m:
         return frame.strip(), ""
     path = m.group("file")
     short = path
-    for marker in ("/site-packages/", "/lib/python3", "/work/main/"):
+    for marker in ("/site-packages/", "/lib/python3", _REPO_ROOT):
         if marker in path:
             short = path.split(marker, 1)[1]
             break
