@@ -89,7 +89,7 @@ class InMemoryEventBus(EventBus):
         return task_id in self._logs
 
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
-        self._log(task_id, logged.seq).append_logged(logged)
+        self._log(task_id, logged.seq).append(logged)
         if is_final(logged):
             self._finished[task_id] = time.monotonic() + self.retention
             self._finished.move_to_end(task_id)

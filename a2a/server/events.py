@@ -12,7 +12,6 @@ import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
-from ..protocol.codec import encode
 from ..types import StreamResponse, TaskState, UnsetType
 
 __all__ = ["EventLog", "LoggedEvent", "ends_stream"]
@@ -53,12 +52,7 @@ class EventLog:
     def first_seq(self) -> int:
         return self._first_seq
 
-    def append(self, event: StreamResponse) -> LoggedEvent:
-        logged = LoggedEvent(self.next_seq, event, encode(event))
-        self.append_logged(logged)
-        return logged
-
-    def append_logged(self, logged: LoggedEvent) -> None:
+    def append(self, logged: LoggedEvent) -> None:
         """Add an event numbered elsewhere; numbering must continue without a gap."""
         if not self._events:
             self._first_seq = logged.seq

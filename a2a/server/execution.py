@@ -99,7 +99,6 @@ class Run:
         #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).
         self.settled = asyncio.Event()
         self.reply: Message | None = None
-        self.cancel_requested = False
         self.shutdown = False
         #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
         self.streamed = False
@@ -146,7 +145,6 @@ class Run:
 
     async def cancel(self, *, shutdown: bool = False, wait: float = 10.0) -> None:
         """Cancel the agent's work; the task ends CANCELED (once the agent has unwound)."""
-        self.cancel_requested = True
         self.shutdown = shutdown
         task = self._asyncio_task
         if task is not None and not task.done():

@@ -113,7 +113,7 @@ class RequestHandler:
         self.push = push
         self.bus.on_cancel_request(self._cancel_requested)
         self._runs: dict[str, Run] = {}
-        self._reapers: set[asyncio.Task[None]] = set()
+        self._background_tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
             "SendMessage": self.send_message,
@@ -342,8 +342,8 @@ class RequestHandler:
                 log.exception("background bookkeeping failed")
 
         task = asyncio.get_running_loop().create_task(guarded())
-        self._reapers.add(task)
-        task.add_done_callback(self._reapers.discard)
+        self._background_tasks.add(task)
+        task.add_done_callback(self._background_tasks.discard)
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration
