@@ -14,6 +14,8 @@ EXTENSIONS_HEADER = "A2A-Extensions"
 
 def check_version(value: str | None) -> str:
     """Accept ``1.0`` (and ``1.0.x``); anything else, missing included, is -32009."""
+    if value == PROTOCOL_VERSION:  # what every request of a current client says
+        return value
     if not value:
         raise VersionNotSupportedError(
             "Missing A2A-Version (a missing version means 0.3, which this server does not serve): "

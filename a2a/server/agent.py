@@ -20,6 +20,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
+from types import CoroutineType
 from typing import Any
 
 from ..metadata import SKILL_KEY
@@ -53,6 +54,9 @@ class Skill:
     async def run(self, ctx: RequestContext) -> None:
         argument: Any = ctx.text if self.wants_text else ctx
         result = self.function(argument)
+        if type(result) is CoroutineType:  # the usual skill, an ``async def``: one cheap check
+            await _publish_result(ctx, await result)
+            return
         if inspect.isasyncgen(result):
             await _stream_chunks(ctx, result)
             return

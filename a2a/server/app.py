@@ -6,15 +6,20 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import hashlib
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from aiohttp import web
+from aiohttp.abc import AbstractStreamWriter
+from aiohttp.http import RawRequestMessage
+from aiohttp.streams import StreamReader
+from aiohttp.web_protocol import RequestHandler as HttpProtocol
 
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
@@ -28,6 +33,7 @@ from .handler import RequestHandler
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
 from .push import PushNotifier, push_store_for
+from .routing import Dispatcher, Route, install
 from .store import InMemoryTaskStore, TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
@@ -40,6 +46,8 @@ JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
 #: Request bodies above this are refused with 413 (configurable per server).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+
+ShutdownHook = Callable[[], Awaitable[None]]
 
 
 @dataclass
@@ -59,6 +67,18 @@ class ServerConfig:
     tune_gc: bool = False
     #: The WebSocket binding (path, limits, keepalive); ``enabled=False`` leaves it out.
     websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
+
+
+class _LeanRunner(web.ServerRunner):
+    """aiohttp's low-level server runner, with the shutdown steps an application would run."""
+
+    def __init__(self, server: web.Server, hooks: Sequence[ShutdownHook], *, shutdown_timeout: float) -> None:
+        super().__init__(server, shutdown_timeout=shutdown_timeout)
+        self._hooks = hooks
+
+    async def shutdown(self) -> None:
+        for hook in self._hooks:
+            await hook()
 
 
 class A2AServer:
@@ -90,7 +110,7 @@ class A2AServer:
             notifier = PushNotifier(push_store_for(task_store), guard=guard)
         self.handler = RequestHandler(agent, task_store, bus, notifier)
         self._cards: dict[str, tuple[bytes, str]] = {}
-        self._runner: web.AppRunner | None = None
+        self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url
 
     # ---- the card ----------------------------------------------------------------------
@@ -127,10 +147,10 @@ class A2AServer:
                 self._cards[base_url] = cached
         return cached
 
-    def _request_card(self, request: web.Request) -> AgentCard:
+    def _request_card(self, request: web.BaseRequest) -> AgentCard:
         return self.card(self.url or f"{request.scheme}://{request.host}")
 
-    async def _serve_card(self, request: web.Request) -> web.Response:
+    async def _serve_card(self, request: web.BaseRequest) -> web.Response:
         base = self.url or f"{request.scheme}://{request.host}"
         body, etag = self._card_body(base)
         headers = {"ETag": etag, "Cache-Control": f"public, max-age={self.config.card_max_age}"}
@@ -140,30 +160,68 @@ class A2AServer:
 
     # ---- the application ---------------------------------------------------------------
 
-    def app(self) -> web.Application:
+    def _endpoints(self) -> tuple[list[Route], list[ShutdownHook]]:
+        """The card, JSON-RPC, REST and (when enabled) WebSocket endpoints, bound to this server,
+        and what to do, in order, when it shuts down."""
         limit = self.config.max_body_bytes
-        app = web.Application(client_max_size=limit)
         jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit)
-        rest = RestBinding(self.handler, self.authenticator, limit)
-        app.router.add_get(CARD_PATH, self._serve_card)
-        app.router.add_post(JSONRPC_PATH, jsonrpc.handle)
-        app.router.add_route("*", REST_PATH + "/{tail:.*}", rest.handle)
-        app.on_startup.append(self._on_startup)
-        # First the runs end CANCELED (streams and blocking sends learn it), then the WebSocket
-        # connections flush those answers and close.
-        app.on_shutdown.append(self._on_shutdown)
+        rest = RestBinding(self.handler, self.authenticator, limit, REST_PATH)
+        routes = [
+            Route(CARD_PATH, self._serve_card, frozenset({"GET", "HEAD"})),
+            Route(JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"})),
+            Route(REST_PATH, rest.handle, None, prefix=True),
+        ]
+        hooks: list[ShutdownHook] = [self.handler.shutdown]
         if self.config.websocket.enabled:
             ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
-            app.router.add_get(self.config.websocket.path, ws.handle)
-            app.on_shutdown.append(functools.partial(ws.shutdown, finish_within=self.config.shutdown_timeout))
+            routes.append(Route(self.config.websocket.path, ws.handle, frozenset({"GET"})))
+            # First the runs end CANCELED (streams and blocking sends learn it), then the
+            # WebSocket connections flush those answers and close.
+            hooks.append(functools.partial(ws.shutdown, finish_within=self.config.shutdown_timeout))
+        return routes, hooks
+
+    def app(self) -> web.Application:
+        """The server as an aiohttp application: to mount in a larger one, or to add middlewares.
+
+        ``start`` serves this application when a subclass overrides ``app``; otherwise it serves
+        the same routes without the application layer (see ``a2a.server.routing``).
+        """
+        app = web.Application(client_max_size=self.config.max_body_bytes)
+        routes, hooks = self._endpoints()
+        install(app, routes)
+        app.on_startup.append(self._on_startup)
+        app.on_shutdown.append(lambda _app: self._run_hooks(hooks))
         return app
 
     async def _on_startup(self, _app: web.Application) -> None:
         # Before the first request: the bus listens, and tasks a dead server left running end.
         await self.handler.start()
 
-    async def _on_shutdown(self, _app: web.Application) -> None:
-        await self.handler.shutdown()
+    @staticmethod
+    async def _run_hooks(hooks: Sequence[ShutdownHook]) -> None:
+        for hook in hooks:
+            await hook()
+
+    def _make_runner(self) -> web.BaseRunner:
+        shutdown_timeout = self.config.shutdown_timeout
+        if type(self).app is not A2AServer.app:
+            return web.AppRunner(self.app(), access_log=None, shutdown_timeout=shutdown_timeout)
+        limit = self.config.max_body_bytes
+        loop = asyncio.get_running_loop()
+
+        def make_request(
+            message: RawRequestMessage,
+            payload: StreamReader,
+            protocol: HttpProtocol,
+            writer: AbstractStreamWriter,
+            task: asyncio.Task[None],
+        ) -> web.BaseRequest:
+            # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
+            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
+
+        routes, hooks = self._endpoints()
+        server = web.Server(Dispatcher(routes), request_factory=make_request, access_log=None)
+        return _LeanRunner(server, hooks, shutdown_timeout=shutdown_timeout)
 
     async def start(self, host: str | None = None, port: int | None = None) -> str:
         """Listen (``port=0``: any free port) and return the base URL."""
@@ -173,11 +231,13 @@ class A2AServer:
             gc.collect()
             gc.freeze()
             gc.set_threshold(20_000, 20, 20)
-        self._runner = web.AppRunner(self.app(), access_log=None, shutdown_timeout=self.config.shutdown_timeout)
-        await self._runner.setup()
-        site = web.TCPSite(self._runner, host, port)
+        runner = self._runner = self._make_runner()
+        if not isinstance(runner, web.AppRunner):
+            await self.handler.start()  # what the application's on_startup does
+        await runner.setup()
+        site = web.TCPSite(runner, host, port)
         await site.start()
-        bound = self._runner.addresses[0]
+        bound = runner.addresses[0]
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
         self.url = self.config.public_url or f"http://{shown}:{bound[1]}"
         log.info("serving %r at %s", self.agent.name, self.url)

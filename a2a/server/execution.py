@@ -13,7 +13,6 @@ import asyncio
 import logging
 import time
 from collections.abc import Callable
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -32,6 +31,7 @@ from ..types import (
 )
 from .bus import EventBus
 from .events import LoggedEvent
+from .latch import Latch
 from .push import PushNotifier
 from .store import IdempotencyRecord, TaskRecord, TaskStore
 
@@ -53,15 +53,16 @@ _second: tuple[int, str] = (-1, "")
 def now_iso() -> str:
     """UTC now, fixed width with microseconds, so that timestamps also sort as strings.
 
-    The formatted second is cached (``strftime`` is slow, and a busy server asks many times a
-    second); only the microseconds are formatted each time.
+    The formatted second is cached (formatting is slow, and a busy server asks many times a
+    second); only the microseconds are formatted each time. ``time.time`` rather than
+    ``datetime.now``: a third of the cost, and every task event asks.
     """
     global _second
-    now = datetime.now(UTC)
-    whole = int(now.timestamp())
+    now = time.time()
+    whole = int(now)
     if _second[0] != whole:
-        _second = (whole, now.strftime("%Y-%m-%dT%H:%M:%S"))
-    return f"{_second[1]}.{now.microsecond:06d}Z"
+        _second = (whole, time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(whole)))
+    return f"{_second[1]}.{int((now - whole) * 1_000_000):06d}Z"
 
 
 def snapshot(task: Task) -> Task:
@@ -95,15 +96,16 @@ class Run:
         self._idem = idempotency
         self._lock = asyncio.Lock()
         #: Set when the first answer exists: the task is visible, or a plain message replied.
-        self.started = asyncio.Event()
+        self.started = Latch()
         #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).
-        self.settled = asyncio.Event()
+        self.settled = Latch()
         self.reply: Message | None = None
         self.shutdown = False
         #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
         self.streamed = False
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
+        self._done_callback: Callable[[Run], None] | None = None
         #: Sequence number of this run's first event (where its streaming readers start).
         self.first_seq = record.last_seq + 1
         self._saved_at = 0.0
@@ -127,7 +129,12 @@ class Run:
     def on_done(self, callback: Callable[[Run], None]) -> None:
         """Call ``callback(run)`` once the agent's coroutine has finished."""
         assert self._asyncio_task is not None, "start() first"
-        self._asyncio_task.add_done_callback(lambda _: callback(self))
+        self._done_callback = callback
+        self._asyncio_task.add_done_callback(self._task_done)
+
+    def _task_done(self, _task: asyncio.Task[None]) -> None:
+        if self._done_callback is not None:
+            self._done_callback(self)
 
     async def wait_done(self) -> None:
         if self._asyncio_task is not None and not self._asyncio_task.done():

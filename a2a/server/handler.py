@@ -208,7 +208,7 @@ class RequestHandler:
                 run, outcome = await self._replay(seen, fingerprint, message)
                 if run is not None or outcome is not None:
                     return run, outcome
-        existing_record = await self._task_for(message, ctx, tenant)
+        existing_record = await self._task_for(message, ctx, tenant) if message.task_id else None
         task_id = existing_record.task.id if existing_record else new_id()
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)

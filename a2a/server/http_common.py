@@ -25,9 +25,10 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store",
 
 
 _NO_QUERY: Mapping[str, str] = {}
+_ANONYMOUS = CallContext()
 
 
-def gate(request: web.Request, authenticator: Authenticator) -> CallContext:
+def gate(request: web.BaseRequest, authenticator: Authenticator) -> CallContext:
     """Check the protocol version and the credentials of an HTTP request (see ``admit``)."""
     # Parsing the query costs more than the rest of the gate: only when there is one.
     return admit(request.headers, request.query if request.query_string else _NO_QUERY, authenticator)
@@ -43,8 +44,11 @@ def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: A
     check_version(headers.get(VERSION_HEADER) or query.get(VERSION_HEADER))
     principal = authenticator.authenticate(headers)
     extensions = headers.get(EXTENSIONS_HEADER) or query.get(EXTENSIONS_HEADER)
+    resume = headers.get(LAST_EVENT_ID_HEADER)
+    if principal is None and not extensions and resume is None:
+        return _ANONYMOUS  # the common case: nothing to carry, and the context is immutable
     requested = frozenset(e.strip() for e in extensions.split(",") if e.strip()) if extensions else frozenset()
-    return CallContext(principal, requested, last_event_id(headers.get(LAST_EVENT_ID_HEADER)))
+    return CallContext(principal, requested, last_event_id(resume))
 
 
 def last_event_id(value: str | None) -> int | None:
@@ -57,7 +61,7 @@ def last_event_id(value: str | None) -> int | None:
     return int(text)
 
 
-async def read_body(request: web.Request, limit: int) -> bytes:
+async def read_body(request: web.BaseRequest, limit: int) -> bytes:
     """The body, refused with 413 before it is read whole when it is over ``limit`` bytes."""
     length = request.content_length
     if length is not None and length > limit:
@@ -84,7 +88,7 @@ def internal_error(exc: BaseException) -> ProtocolError:
 
 
 async def write_sse(
-    request: web.Request,
+    request: web.BaseRequest,
     first: LoggedEvent,
     rest: AsyncIterator[LoggedEvent],
     frame: Callable[[LoggedEvent], bytes],

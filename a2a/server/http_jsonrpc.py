@@ -36,7 +36,7 @@ class JsonRpcBinding:
             body=encode_error(request_id, error), status=status, headers=headers, content_type="application/json"
         )
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         request_id: RequestId = None
         try:
             ctx = gate(request, self.authenticator)
@@ -54,7 +54,7 @@ class JsonRpcBinding:
             return self._error(request_id, internal_error(exc))
 
     async def _stream(
-        self, request: web.Request, request_id: RequestId, method: str, params: object, ctx: CallContext
+        self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext
     ) -> web.StreamResponse:
         events = self.handler.stream(method, params, ctx)
         first = await first_event(events)  # errors before the first event answer as plain JSON

@@ -94,8 +94,10 @@ def _match(path: str, http_method: str) -> tuple[_Route, dict[str, str]]:
 
 
 class RestBinding:
-    def __init__(self, handler: RequestHandler, authenticator: Authenticator, max_body: int) -> None:
+    def __init__(self, handler: RequestHandler, authenticator: Authenticator, max_body: int, prefix: str) -> None:
         self.handler = handler
+        #: Where the binding is mounted: the path after it names the operation.
+        self._tail_from = len(prefix.rstrip("/")) + 1
         self.authenticator = authenticator
         self.max_body = max_body
 
@@ -107,10 +109,10 @@ class RestBinding:
             body=rest_error_body(error), status=error.http_status, headers=headers, content_type="application/json"
         )
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
             ctx = gate(request, self.authenticator)
-            route, path_params = _match(request.match_info["tail"], request.method)
+            route, path_params = _match(request.path[self._tail_from :], request.method)
             params = await self._params(request, route, path_params)
             if METHODS[route.method].streaming:
                 return await self._stream(request, route.method, params, ctx)
@@ -121,7 +123,7 @@ class RestBinding:
         except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
             return self._error(internal_error(exc))
 
-    async def _params(self, request: web.Request, route: _Route, path_params: dict[str, str]) -> Any:
+    async def _params(self, request: web.BaseRequest, route: _Route, path_params: dict[str, str]) -> Any:
         request_type = METHODS[route.method].request_type
         body = await read_body(request, self.max_body) if request.body_exists else b""
         if route.body_is_request:
@@ -144,7 +146,7 @@ class RestBinding:
         except msgspec.ValidationError as exc:
             raise InvalidParamsError(f"Invalid params: {exc}") from exc
 
-    async def _stream(self, request: web.Request, method: str, params: Any, ctx: CallContext) -> web.StreamResponse:
+    async def _stream(self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext) -> web.StreamResponse:
         events = self.handler.stream(method, params, ctx)
         first = await first_event(events)
 

@@ -87,7 +87,7 @@ class WebSocketBinding:
         self,
         handler: RequestHandler,
         authenticator: Authenticator,
-        card: Callable[[web.Request], AgentCard],
+        card: Callable[[web.BaseRequest], AgentCard],
         config: WebSocketConfig,
         max_body: int,
     ) -> None:
@@ -102,7 +102,7 @@ class WebSocketBinding:
 
     # ---- the handshake -----------------------------------------------------------------
 
-    def _credentials(self, request: web.Request) -> Mapping[str, str]:
+    def _credentials(self, request: web.BaseRequest) -> Mapping[str, str]:
         if not self.config.allow_query_credentials:
             return request.headers
         headers = CIMultiDict(request.headers)
@@ -126,7 +126,7 @@ class WebSocketBinding:
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
         return _error_response(error, status, headers)
 
-    async def handle(self, request: web.Request) -> web.StreamResponse:
+    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
             ctx = admit(self._credentials(request), request.query, self.authenticator)
         except ProtocolError as exc:

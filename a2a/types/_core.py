@@ -85,6 +85,9 @@ class Message(Wire):
     @property
     def text(self) -> str:
         """The text parts joined by newlines (empty when there are none)."""
+        if len(self.parts) == 1:  # the usual message, without a generator and a join
+            text = self.parts[0].text
+            return text if isinstance(text, str) else ""
         return "\n".join(p.text for p in self.parts if isinstance(p.text, str))
 
 

@@ -1,0 +1,164 @@
+"""How the HTTP server answers outside the bindings' own rules: paths, methods, ``HEAD``,
+``Expect: 100-continue``, large bodies. ``A2AServer.start`` serves its routes two ways (straight
+from aiohttp's low-level server, or through the ``app()`` application when a subclass overrides
+it), and every test here runs both ways: the answers must be the same."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator
+
+import httpx
+import pytest
+from aiohttp import web
+from aiohttp.typedefs import Handler
+
+from a2a import A2AServer, ServerConfig
+from a2a.server.app import CARD_PATH, JSONRPC_PATH
+
+from .conftest import StartServer
+from .helpers import WAIT, bounded, load_module, new_id, send_params
+
+VERSION = {"A2A-Version": "1.0"}
+
+
+class ServedThroughApp(A2AServer):
+    """Overrides ``app`` (as a user adding middlewares would): ``start`` then serves it."""
+
+    seen = 0
+
+    def app(self) -> web.Application:
+        app = super().app()
+
+        @web.middleware
+        async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
+            self.seen += 1
+            return await handler(request)
+
+        app.middlewares.append(count)
+        return app
+
+
+@pytest.fixture(params=["lean", "application"])
+async def served(request: pytest.FixtureRequest, serve: StartServer) -> AsyncIterator[tuple[str, A2AServer]]:
+    agent = load_module("echo_agent.py").agent
+    config = ServerConfig(max_body_bytes=3 * 1024 * 1024)
+    if request.param == "lean":
+        server = await serve(agent, config=config)
+    else:
+        config.port = 0
+        server = ServedThroughApp(agent, config=config)
+        await server.start()
+    assert server.url is not None
+    try:
+        yield server.url, server
+    finally:
+        if request.param == "application":
+            await server.stop()
+
+
+def rpc_body(text: str) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(text)}).encode()
+
+
+async def test_a_subclass_that_overrides_app_is_served_through_it(
+    served: tuple[str, A2AServer], http: httpx.AsyncClient
+) -> None:
+    url, server = served
+    response = await bounded(http.post(url + JSONRPC_PATH, headers=VERSION, content=rpc_body("hi")))
+    assert response.json()["result"]["message"]["parts"][0]["text"] == "hi"
+    if isinstance(server, ServedThroughApp):
+        assert server.seen == 1, "the subclass's middleware saw the request"
+
+
+async def test_unknown_path_is_404(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
+    url, _ = served
+    for method, path in [("GET", "/nothing"), ("POST", "/a2a"), ("GET", "/a2a/restless"), ("POST", "/a2a/jsonrpc/x")]:
+        response = await bounded(http.request(method, url + path, headers=VERSION))
+        assert response.status_code == 404, (method, path, response.status_code)
+
+
+async def test_wrong_method_is_405_with_allow(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
+    url, _ = served
+    response = await bounded(http.put(url + JSONRPC_PATH, headers=VERSION, content=b"{}"))
+    assert response.status_code == 405
+    assert response.headers["Allow"] == "POST"
+    response = await bounded(http.post(url + CARD_PATH, headers=VERSION))
+    assert response.status_code == 405
+    assert {m.strip() for m in response.headers["Allow"].split(",")} == {"GET", "HEAD"}
+
+
+async def test_head_of_the_card_has_its_headers_and_no_body(
+    served: tuple[str, A2AServer], http: httpx.AsyncClient
+) -> None:
+    url, _ = served
+    got = await bounded(http.get(url + CARD_PATH))
+    head = await bounded(http.head(url + CARD_PATH))
+    assert head.status_code == 200
+    assert head.content == b""
+    assert head.headers["ETag"] == got.headers["ETag"]
+    assert json.loads(got.content)["name"] == "Echo"
+
+
+async def test_expect_100_continue_gets_the_interim_answer(served: tuple[str, A2AServer]) -> None:
+    url, _ = served
+    port = int(url.rsplit(":", 1)[1])
+    body = rpc_body("after the interim answer")
+    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), WAIT)
+    try:
+        writer.write(
+            f"POST {JSONRPC_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\n"
+            f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nExpect: 100-continue\r\n\r\n".encode()
+        )
+        await writer.drain()
+        interim = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT)
+        assert interim.startswith(b"HTTP/1.1 100"), interim
+        writer.write(body)
+        await writer.drain()
+        head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), WAIT)
+        assert head.startswith(b"HTTP/1.1 200"), head
+        length = next(
+            int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length")
+        )
+        answer = json.loads(await asyncio.wait_for(reader.readexactly(length), WAIT))
+        assert answer["result"]["message"]["parts"][0]["text"] == "after the interim answer"
+    finally:
+        writer.close()
+
+
+async def test_unknown_expectation_is_417(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
+    url, _ = served
+    headers = {**VERSION, "Expect": "something-else", "Content-Type": "application/json"}
+    response = await bounded(http.post(url + JSONRPC_PATH, headers=headers, content=rpc_body("x")))
+    assert response.status_code == 417
+
+
+async def test_chunked_body_over_a_mebibyte_within_the_limit_is_served(
+    served: tuple[str, A2AServer], http: httpx.AsyncClient
+) -> None:
+    """The limit is the configured one (3 MiB here), not aiohttp's 1 MiB default, also for a body
+    whose length is not declared in advance."""
+    url, _ = served
+    text = "z" * (2 * 1024 * 1024)
+    body = rpc_body(text)
+
+    async def chunks() -> AsyncIterator[bytes]:
+        for i in range(0, len(body), 64 * 1024):
+            yield body[i : i + 64 * 1024]
+
+    headers = {**VERSION, "Content-Type": "application/json"}
+    response = await bounded(http.post(url + JSONRPC_PATH, headers=headers, content=chunks()))
+    assert response.status_code == 200
+    assert response.json()["result"]["message"]["parts"][0]["text"] == text
+
+
+async def test_rest_paths_resolve_under_the_prefix(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
+    url, _ = served
+    message = {"message": {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": "over REST"}]}}
+    response = await bounded(http.post(url + "/a2a/rest/message:send", headers=VERSION, json=message))
+    assert response.status_code == 200, response.text
+    assert response.json()["message"]["parts"][0]["text"] == "over REST"
+    message["message"]["messageId"] = new_id()
+    tenant = await bounded(http.post(url + "/a2a/rest/acme/message:send", headers=VERSION, json=message))
+    assert tenant.status_code == 200, tenant.text
