@@ -133,11 +133,13 @@ class RequestHandler:
 
     # ---- dispatch ----------------------------------------------------------------------
 
-    async def call(self, method: str, params: Any, ctx: CallContext) -> Any:
+    def call(self, method: str, params: Any, ctx: CallContext) -> Awaitable[Any]:
+        """The operation's answer, to await (an unknown method raises at once)."""
+        # Not a coroutine: a request waiting for its agent resumes through one frame fewer.
         handler = self._unary.get(method)
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a unary method")
-        return await handler(params, ctx)
+        return handler(params, ctx)
 
     def stream(self, method: str, params: Any, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
         handler = self._streaming.get(method)

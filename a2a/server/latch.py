@@ -9,6 +9,8 @@ bound to an event loop (``asyncio.Event`` takes a process-wide lock on its first
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Awaitable, Generator
+from typing import Any
 
 __all__ = ["Latch"]
 
@@ -33,17 +35,32 @@ class Latch:
             if not waiter.done():
                 waiter.set_result(None)
 
-    async def wait(self) -> None:
-        """Return once the flag is set (at once if it is)."""
+    def wait(self) -> Awaitable[None]:
+        """Something to await that returns once the flag is set (at once if it is).
+
+        Not a coroutine: the caller awaits the future itself, so a request waiting for its
+        agent resumes through one frame fewer. A waiter that is cancelled stays in the list
+        until the next waiter prunes it or the flag is set (setting skips it).
+        """
         if self._set:
-            return
+            return _READY
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._waiters is None:
-            self._waiters = []
-        self._waiters.append(waiter)
-        try:
-            await waiter
-        finally:
-            # A cancelled waiter leaves the list (a set latch has already dropped it).
-            if self._waiters is not None and waiter in self._waiters:
-                self._waiters.remove(waiter)
+            self._waiters = [waiter]
+        else:
+            self._waiters = [w for w in self._waiters if not w.done()]
+            self._waiters.append(waiter)
+        return waiter
+
+
+class _Ready:
+    """An awaitable that is already done."""
+
+    __slots__ = ()
+
+    def __await__(self) -> Generator[Any, None, None]:
+        return
+        yield
+
+
+_READY = _Ready()

@@ -21,7 +21,7 @@ async def test_a_set_latch_does_not_suspend() -> None:
 
 async def test_every_waiter_wakes_when_it_is_set() -> None:
     latch = Latch()
-    waiters = [asyncio.create_task(latch.wait()) for _ in range(3)]
+    waiters = [asyncio.ensure_future(latch.wait()) for _ in range(3)]
     await asyncio.sleep(0)
     assert not any(w.done() for w in waiters)
     latch.set()
@@ -30,14 +30,16 @@ async def test_every_waiter_wakes_when_it_is_set() -> None:
 
 async def test_a_cancelled_waiter_leaves_and_the_others_still_wake() -> None:
     latch = Latch()
-    gone = asyncio.create_task(latch.wait())
-    stays = asyncio.create_task(latch.wait())
+    gone: asyncio.Future[None] = asyncio.ensure_future(latch.wait())
+    stays = asyncio.ensure_future(latch.wait())
     await asyncio.sleep(0)
     gone.cancel()
     await asyncio.gather(gone, return_exceptions=True)
-    assert latch._waiters is not None and len(latch._waiters) == 1
+    late = asyncio.ensure_future(latch.wait())  # a new waiter prunes the cancelled one
+    await asyncio.sleep(0)
+    assert latch._waiters is not None and len(latch._waiters) == 2
     latch.set()
-    await asyncio.wait_for(stays, 1)
+    await asyncio.wait_for(asyncio.gather(stays, late), 1)
     assert gone.cancelled()
 
 
