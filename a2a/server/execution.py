@@ -106,6 +106,8 @@ class Run:
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         self._done_callback: Callable[[Run], None] | None = None
+        #: The agent's coroutine began (a run cancelled before that never runs its own end).
+        self._entered = False
         #: Sequence number of this run's first event (where its streaming readers start).
         self.first_seq = record.last_seq + 1
         self._saved_at = 0.0
@@ -127,14 +129,19 @@ class Run:
         return self._asyncio_task is not None and self._asyncio_task.done()
 
     def on_done(self, callback: Callable[[Run], None]) -> None:
-        """Call ``callback(run)`` once the agent's coroutine has finished."""
+        """Call ``callback(run)`` once the agent's coroutine has finished (or was cancelled
+        before it began).
+
+        Called from the run itself as it ends, not as a done callback of its asyncio task:
+        that would be one more callback through the event loop for every message.
+        """
         assert self._asyncio_task is not None, "start() first"
         self._done_callback = callback
-        self._asyncio_task.add_done_callback(self._task_done)
 
-    def _task_done(self, _task: asyncio.Task[None]) -> None:
-        if self._done_callback is not None:
-            self._done_callback(self)
+    def _notify_done(self) -> None:
+        callback, self._done_callback = self._done_callback, None
+        if callback is not None:
+            callback(self)
 
     async def wait_done(self) -> None:
         if self._asyncio_task is not None and not self._asyncio_task.done():
@@ -158,6 +165,8 @@ class Run:
             await self._deliver_cancel(task, wait)
         # A run cancelled before its first step never reaches its own handler: record it here.
         await self._finish(TaskState.CANCELED, self._cancel_note())
+        if task is not None and task.done() and not self._entered:
+            self._notify_done()
 
     async def _deliver_cancel(self, task: asyncio.Task[None], wait: float) -> None:
         """Cancel the agent's task, and cancel again until it starts unwinding.
@@ -183,20 +192,25 @@ class Run:
         return "Canceled: the server is shutting down" if self.shutdown else "Canceled"
 
     async def _execute(self, agent: Agent, ctx: RequestContext) -> None:
+        self._entered = True
         try:
-            await agent.execute(ctx)
-        except asyncio.CancelledError:
-            self._unwinding = True
-            await self._finish(TaskState.CANCELED, self._cancel_note())
-            return
-        except Exception as exc:  # the agent's own failure: the task fails, the server goes on
-            log.exception("agent %r failed on task %s", agent.name, self.task_id)
-            await self._finish(TaskState.FAILED, str(exc) or type(exc).__name__)
-            return
-        if self.reply is None and not (self.task.status.state.is_terminal or self.task.status.state.is_interrupted):
-            await self.publish_status(TaskState.COMPLETED, None)
-        self.settled.set()
-        self.started.set()
+            try:
+                await agent.execute(ctx)
+            except asyncio.CancelledError:
+                self._unwinding = True
+                await self._finish(TaskState.CANCELED, self._cancel_note())
+                return
+            except Exception as exc:  # the agent's own failure: the task fails, the server goes on
+                log.exception("agent %r failed on task %s", agent.name, self.task_id)
+                await self._finish(TaskState.FAILED, str(exc) or type(exc).__name__)
+                return
+            state = self.task.status.state
+            if self.reply is None and not (state.is_terminal or state.is_interrupted):
+                await self.publish_status(TaskState.COMPLETED, None)
+            self.settled.set()
+            self.started.set()
+        finally:
+            self._notify_done()
 
     async def _finish(self, state: TaskState, note: str) -> None:
         from .context import agent_message
