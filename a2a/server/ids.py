@@ -24,4 +24,4 @@ os.register_at_fork(after_in_child=_reseed)
 
 
 def new_id() -> str:
-    return f"{_generator.getrandbits(128):032x}"
+    return _generator.randbytes(16).hex()  # half the cost of formatting getrandbits(128)

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Generator
 from typing import Any
 
-__all__ = ["Latch"]
+__all__ = ["READY", "Latch"]
 
 
 class Latch:
@@ -43,7 +43,7 @@ class Latch:
         until the next waiter prunes it or the flag is set (setting skips it).
         """
         if self._set:
-            return _READY
+            return READY
         waiter: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         if self._waiters is None:
             self._waiters = [waiter]
@@ -63,4 +63,5 @@ class _Ready:
         yield
 
 
-_READY = _Ready()
+#: An awaitable that is already done (returned where nothing needs to wait).
+READY = _Ready()
