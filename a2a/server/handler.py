@@ -83,6 +83,10 @@ def view(task: t.Task, history_length: int | None, include_artifacts: bool = Tru
     return msgspec.structs.replace(task, history=history or None, artifacts=artifacts)
 
 
+#: What a request without ``configuration`` gets (read only; one object, not one per request).
+_DEFAULT_CONFIGURATION = t.SendMessageConfiguration()
+
+
 def _fingerprint(message: t.Message) -> str:
     return hashlib.sha256(encode(message)).hexdigest()
 
@@ -152,7 +156,7 @@ class RequestHandler:
     # ---- SendMessage -------------------------------------------------------------------
 
     async def send_message(self, req: t.SendMessageRequest, ctx: CallContext) -> t.SendMessageResponse:
-        config = req.configuration or t.SendMessageConfiguration()
+        config = req.configuration or _DEFAULT_CONFIGURATION
         run, replayed = await self._start(req, ctx, materialize=config.return_immediately)
         if run is None:
             return self._answer(replayed, config.history_length)
