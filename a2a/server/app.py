@@ -174,7 +174,7 @@ class A2AServer:
         hooks: list[ShutdownHook] = [self.handler.shutdown]
         if self.config.websocket.enabled:
             ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
-            routes.append(Route(self.config.websocket.path, ws.handle, frozenset({"GET"})))
+            routes.append(Route(self.config.websocket.path, ws.handle, frozenset({"GET", "HEAD"})))
             # First the runs end CANCELED (streams and blocking sends learn it), then the
             # WebSocket connections flush those answers and close.
             hooks.append(functools.partial(ws.shutdown, finish_within=self.config.shutdown_timeout))

@@ -133,9 +133,9 @@ class Run:
         before it began).
 
         Called from the run itself as it ends, not as a done callback of its asyncio task:
-        that would be one more callback through the event loop for every message.
+        that would be one more callback through the event loop for every message. Register it
+        before ``start``: with eager tasks (Python 3.12+) a quick agent ends inside ``start``.
         """
-        assert self._asyncio_task is not None, "start() first"
         self._done_callback = callback
 
     def _notify_done(self) -> None:
@@ -162,10 +162,15 @@ class Run:
         self.shutdown = shutdown
         task = self._asyncio_task
         if task is not None and not task.done():
+            # A run cancelled before its first step never runs its own end, so its task reports
+            # it (this callback also fires if the caller of cancel() is itself cancelled).
+            task.add_done_callback(self._ended_unentered)
             await self._deliver_cancel(task, wait)
         # A run cancelled before its first step never reaches its own handler: record it here.
         await self._finish(TaskState.CANCELED, self._cancel_note())
-        if task is not None and task.done() and not self._entered:
+
+    def _ended_unentered(self, _task: asyncio.Task[None]) -> None:
+        if not self._entered:
             self._notify_done()
 
     async def _deliver_cancel(self, task: asyncio.Task[None], wait: float) -> None:

@@ -325,10 +325,10 @@ class RequestHandler:
         )
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, self.agent.select_skill(message), ctx.principal)
-        run.start(self.agent, rc)
-        run.on_done(self._forget_run)
+        run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
         if self.bus.shared:  # a lease tells other replicas this task runs here
             self._background(self.bus.run_started(run.task_id))
+        run.start(self.agent, rc)
         return run
 
     def _forget_run(self, run: Run) -> None:

@@ -112,7 +112,7 @@ class RestBinding:
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         try:
             ctx = gate(request, self.authenticator)
-            route, path_params = _match(request.path[self._tail_from :], request.method)
+            route, path_params = _match(self._tail(request), request.method)
             params = await self._params(request, route, path_params)
             if METHODS[route.method].streaming:
                 return await self._stream(request, route.method, params, ctx)
@@ -122,6 +122,15 @@ class RestBinding:
             return self._error(exc)
         except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
             return self._error(internal_error(exc))
+
+    def _tail(self, request: web.BaseRequest) -> str:
+        """The path after the binding's prefix: from the router's match where there is one (the
+        application may be mounted under another prefix), else from the request's path."""
+        if isinstance(request, web.Request):
+            tail = request.match_info.get("tail")
+            if tail is not None:
+                return tail
+        return request.path[self._tail_from :]
 
     async def _params(self, request: web.BaseRequest, route: _Route, path_params: dict[str, str]) -> Any:
         request_type = METHODS[route.method].request_type

@@ -9,6 +9,7 @@ import asyncio
 import json
 from collections.abc import AsyncIterator
 
+import aiohttp
 import httpx
 import pytest
 from aiohttp import web
@@ -162,3 +163,82 @@ async def test_rest_paths_resolve_under_the_prefix(served: tuple[str, A2AServer]
     message["message"]["messageId"] = new_id()
     tenant = await bounded(http.post(url + "/a2a/rest/acme/message:send", headers=VERSION, json=message))
     assert tenant.status_code == 200, tenant.text
+
+
+async def raw_exchange(url: str, head: str, body: bytes) -> bytes:
+    """Send one hand-made HTTP/1.1 request and return the status line."""
+    port = int(url.rsplit(":", 1)[1])
+    reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), WAIT)
+    try:
+        writer.write(head.encode() + body)
+        await writer.drain()
+        return await asyncio.wait_for(reader.readline(), WAIT)
+    finally:
+        writer.close()
+
+
+async def test_an_empty_expect_header_is_no_expectation(served: tuple[str, A2AServer]) -> None:
+    url, _ = served
+    body = rpc_body("no expectation")
+    head = (
+        f"POST {JSONRPC_PATH} HTTP/1.1\r\nHost: 127.0.0.1\r\nA2A-Version: 1.0\r\nConnection: close\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\nExpect: \r\n\r\n"
+    )
+    status = await raw_exchange(url, head, body)
+    assert status.startswith(b"HTTP/1.1 200"), status
+
+
+@pytest.mark.parametrize("path", ["/.well-known%2Fagent-card.json", "/a2a%2Fjsonrpc", "/a2a/rest%2Fmessage:send"])
+async def test_an_encoded_slash_never_makes_an_endpoint_path(
+    served: tuple[str, A2AServer], http: httpx.AsyncClient, path: str
+) -> None:
+    url, _ = served
+    method = "GET" if "card" in path else "POST"
+    response = await bounded(http.request(method, url + path, headers=VERSION, content=rpc_body("x")))
+    assert response.status_code == 404, response.text
+
+
+async def test_head_of_the_websocket_path_is_not_a_wrong_method(
+    served: tuple[str, A2AServer], http: httpx.AsyncClient
+) -> None:
+    url, server = served
+    response = await bounded(http.head(url + server.config.websocket.path, headers=VERSION))
+    assert response.status_code == 426  # served: it asks for an upgrade
+
+
+@pytest.mark.parametrize("how", ["lean", "application"])
+async def test_the_websocket_endpoint_may_share_the_jsonrpc_path(how: str) -> None:
+    agent = load_module("echo_agent.py").agent
+    config = ServerConfig(port=0)
+    config.websocket.path = JSONRPC_PATH
+    server = A2AServer(agent, config=config) if how == "lean" else ServedThroughApp(agent, config=config)
+    async with server, httpx.AsyncClient(timeout=WAIT) as http, aiohttp.ClientSession() as session:
+        assert server.url is not None
+        response = await bounded(http.post(server.url + JSONRPC_PATH, headers=VERSION, content=rpc_body("post")))
+        assert response.json()["result"]["message"]["parts"][0]["text"] == "post"
+        ws_url = server.url.replace("http://", "ws://") + JSONRPC_PATH
+        async with session.ws_connect(ws_url, headers=VERSION) as ws:
+            await ws.send_str(rpc_body("over ws").decode())
+            answer = json.loads(await asyncio.wait_for(ws.receive_str(), WAIT))
+        assert answer["result"]["message"]["parts"][0]["text"] == "over ws"
+
+
+async def test_the_application_mounted_under_a_prefix_serves_every_binding() -> None:
+    server = A2AServer(load_module("echo_agent.py").agent, config=ServerConfig(port=0))
+    parent = web.Application()
+    parent.add_subapp("/agent", server.app())
+    runner = web.AppRunner(parent, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        base = f"http://127.0.0.1:{runner.addresses[0][1]}/agent"
+        async with httpx.AsyncClient(timeout=WAIT) as http:
+            rpc = await bounded(http.post(base + JSONRPC_PATH, headers=VERSION, content=rpc_body("rpc")))
+            assert rpc.json()["result"]["message"]["parts"][0]["text"] == "rpc"
+            message = {"message": {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": "rest"}]}}
+            rest = await bounded(http.post(base + "/a2a/rest/message:send", headers=VERSION, json=message))
+            assert rest.status_code == 200, rest.text
+            assert rest.json()["message"]["parts"][0]["text"] == "rest"
+    finally:
+        await runner.cleanup()

@@ -81,3 +81,29 @@ async def test_a_run_cancelled_while_working_is_forgotten() -> None:
     await asyncio.wait_for(handler.cancel_task(CancelTaskRequest(id=task.id), NOBODY), 5)
     assert handler._runs == {}
     await handler.shutdown()
+
+
+async def test_a_run_is_forgotten_even_when_whoever_cancels_it_is_cancelled_too() -> None:
+    agent, entered = agent_that("reply")
+    handler = RequestHandler(agent)
+    await handler.start()
+    request = send("go")
+
+    async def start_and_cancel() -> None:
+        run, _ = await handler._start(request, NOBODY, materialize=False)
+        assert run is not None
+        await run.cancel()
+
+    canceller = asyncio.create_task(start_and_cancel())
+    await asyncio.sleep(0)  # it has started the run and is waiting for the cancel to land
+    canceller.cancel()
+    await asyncio.gather(canceller, return_exceptions=True)
+    for _ in range(10):
+        await asyncio.sleep(0)
+    assert entered == []
+    assert handler._runs == {}, "a run that never began must not stay in the table"
+    # So a retry of the same message is served again instead of waiting on a dead run.
+    again = await asyncio.wait_for(handler.send_message(request, NOBODY), 5)
+    assert entered == ["go"]
+    assert again.message is not None and again.message.text == "hi"
+    await handler.shutdown()
