@@ -50,6 +50,12 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 ShutdownHook = Callable[[], Awaitable[None]]
 
 
+async def _shut_down(hooks: Sequence[ShutdownHook]) -> None:
+    """The server's shutdown steps, in order (both ways of serving run the same ones)."""
+    for hook in hooks:
+        await hook()
+
+
 @dataclass
 class ServerConfig:
     host: str = "127.0.0.1"
@@ -77,8 +83,7 @@ class _LeanRunner(web.ServerRunner):
         self._hooks = hooks
 
     async def shutdown(self) -> None:
-        for hook in self._hooks:
-            await hook()
+        await _shut_down(self._hooks)
 
 
 class A2AServer:
@@ -190,17 +195,12 @@ class A2AServer:
         routes, hooks = self._endpoints()
         install(app, routes)
         app.on_startup.append(self._on_startup)
-        app.on_shutdown.append(lambda _app: self._run_hooks(hooks))
+        app.on_shutdown.append(lambda _app: _shut_down(hooks))
         return app
 
     async def _on_startup(self, _app: web.Application) -> None:
         # Before the first request: the bus listens, and tasks a dead server left running end.
         await self.handler.start()
-
-    @staticmethod
-    async def _run_hooks(hooks: Sequence[ShutdownHook]) -> None:
-        for hook in hooks:
-            await hook()
 
     def _make_runner(self) -> web.BaseRunner:
         shutdown_timeout = self.config.shutdown_timeout
