@@ -40,15 +40,16 @@ import os
 import shutil
 import signal
 import stat
-import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
+
+from a2a.process import ChildProcess
 
 from ._tools import (
     ArgumentError,
@@ -221,86 +222,53 @@ def _environment(workdir: Path, tmpdir: Path) -> dict[str, str]:
     }
 
 
-class _RunProtocol(asyncio.SubprocessProtocol):
-    """Captures the output as it arrives, and tells when the process exits and when its pipes close.
-
-    (``asyncio.subprocess.Process.wait`` waits for both at once, so a background child holding
-    stdout open would look like a process that never ends.)
-    """
+class _RunOutput(asyncio.SubprocessProtocol):
+    """Captures the output as it arrives."""
 
     def __init__(self, cap: int) -> None:
         self.stdout = _Capture(cap)
         self.stderr = _Capture(cap)
-        self.exited = asyncio.Event()
-        self.closed = asyncio.Event()
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         (self.stdout if fd == 1 else self.stderr).add(data)
-
-    def process_exited(self) -> None:
-        self.exited.set()
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self.closed.set()
-
-
-async def _bounded(event: asyncio.Event, seconds: float) -> None:
-    with contextlib.suppress(TimeoutError):
-        async with asyncio.timeout(seconds):
-            await event.wait()
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)
 
 
 async def run_python(code: str, workdir: Path, tmpdir: Path, limits: Limits, timeout: float) -> Outcome:
     """Run ``code`` with ``limits`` in ``workdir``; the process group is always killed at the end."""
     started = time.monotonic()
     limit_args = [str(limits.cpu_seconds), str(limits.memory_bytes), str(limits.file_bytes), str(limits.open_files)]
-    loop = asyncio.get_running_loop()
-    transport, protocol = await loop.subprocess_exec(
-        lambda: _RunProtocol(limits.output_bytes),
-        sys.executable,
-        "-I",
-        "-S",
-        "-c",
-        LAUNCHER,
-        *limit_args,
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
+    output = _RunOutput(limits.output_bytes)
+    process = await ChildProcess.start(
+        [sys.executable, "-I", "-S", "-c", LAUNCHER, *limit_args],
+        protocol=output,
         cwd=workdir,
         env=_environment(workdir, tmpdir),
-        start_new_session=True,
     )
     timed_out = False
     try:
-        stdin = cast(asyncio.WriteTransport, transport.get_pipe_transport(0))  # uvloop's is no subclass
+        stdin = process.stdin
+        assert stdin is not None
         stdin.write(code.encode("utf-8", "surrogatepass"))
         stdin.close()  # after the buffer is flushed: the code then reads end-of-file
         try:
+            # Its exit, not the end of its pipes: a background child may hold them open.
             async with asyncio.timeout(timeout):
-                await protocol.exited.wait()
+                await process.wait()
         except TimeoutError:
             timed_out = True
     finally:
-        # Always: the code's own children too, and everything if we were canceled.
-        _kill_group(transport.get_pid())
-        await _bounded(protocol.exited, DRAIN_SECONDS)
-        await _bounded(protocol.closed, DRAIN_SECONDS)  # a child in a session of its own may hold a pipe
-        returncode = transport.get_returncode()
-        transport.close()
+        # Always at once: the code's own children too, and everything if we were canceled; then
+        # the rest of the output (a child in a session of its own may hold a pipe: bounded).
+        returncode = await process.stop(0, kill_wait=DRAIN_SECONDS, group=True, drain=DRAIN_SECONDS)
     assert returncode is not None
     return Outcome(
         exit_code=None if timed_out or returncode < 0 else returncode,
         signal=None if timed_out else _signal_name(returncode),
         timed_out=timed_out,
-        limit=None if timed_out else _limit_hit(returncode, protocol.stderr.last_line()),
+        limit=None if timed_out else _limit_hit(returncode, output.stderr.last_line()),
         seconds=round(time.monotonic() - started, 3),
-        stdout=protocol.stdout,
-        stderr=protocol.stderr,
+        stdout=output.stdout,
+        stderr=output.stderr,
     )
 
 

@@ -1,6 +1,6 @@
 """An A2A agent over stdio written with the Python standard library only (no a2a-net).
 
-It implements the stdio binding as ``docs/bindings-ws-stdio.md`` describes it, to show that a
+It implements the stdio binding as ``protocol.md`` §6 describes it, to show that a
 third party can: newline-delimited JSON-RPC 2.0 on stdin/stdout, ``initialize`` first,
 ``GetAgentCard``, streams as several result frames with ``seq`` and a ``streamEnd`` frame,
 errors with an ``ErrorInfo``. It answers one request at a time, in order, which the binding

@@ -58,10 +58,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
+
+from a2a.process import ChildProcess
 
 if TYPE_CHECKING:
     from aiohttp import web
@@ -78,12 +80,14 @@ __all__ = [
     "Child",
     "DemoError",
     "build_parser",
+    "first_line",
     "main",
     "objective",
     "register",
     "run",
     "serve_page",
     "spawn_http_agent",
+    "start_process",
     "stop_child",
     "wait_for_url",
 ]
@@ -101,6 +105,8 @@ RUN_WALL_TIME = 300.0
 #: Seconds between SIGTERM and SIGKILL, and the most we wait after SIGKILL.
 STOP_GRACE = 5.0
 KILL_WAIT = 5.0
+#: The most of an agent's first line of output kept (it holds the URL).
+_FIRST_LINE_BYTES = 64 * 1024
 
 PAGE = """<!doctype html>
 <html><head><title>a2a-net demo</title></head>
@@ -167,12 +173,11 @@ class Child:
     binding: str
     pid: int
     url: str | None = None
-    #: The process, when this demo started it (HTTP agents).
-    process: asyncio.subprocess.Process | None = None
+    #: The process, when this demo started it (HTTP agents; see ``start_process``).
+    process: ChildProcess | None = None
     #: The supervisor's stdio transport to it, when the supervisor started it (the stdio agent).
     transport: Any = None
     log: Path | None = None
-    drain: asyncio.Task[None] | None = None
     returncode: int | None = None
     skills: list[str] = field(default_factory=list)
 
@@ -186,9 +191,42 @@ class Child:
         return lines[-1].strip() if lines else ""
 
 
-async def _drain(stream: asyncio.StreamReader) -> None:
-    while await stream.read(65536):
-        pass
+class _FirstLine(asyncio.SubprocessProtocol):
+    """Keeps the first line a child writes on stdout (``a2a serve`` prints its URL there); the
+    rest is read and dropped, so that the pipe never fills up."""
+
+    def __init__(self) -> None:
+        self.line: asyncio.Future[bytes] = asyncio.get_running_loop().create_future()
+        self._start = bytearray()
+
+    def pipe_data_received(self, fd: int, data: bytes) -> None:
+        if fd != 1 or self.line.done():
+            return
+        self._start += data
+        end = self._start.find(b"\n")
+        if end >= 0 or len(self._start) >= _FIRST_LINE_BYTES:
+            self.line.set_result(bytes(self._start[: end + 1] if end >= 0 else self._start))
+            self._start.clear()
+
+    def pipe_connection_lost(self, fd: int, exc: Exception | None) -> None:
+        if fd == 1 and not self.line.done():
+            self.line.set_result(bytes(self._start))  # stdout closed before a whole line
+
+
+async def start_process(argv: Sequence[str], log: Path, env: Mapping[str, str] | None = None) -> ChildProcess:
+    """Start ``argv`` with no input and stderr to the file ``log``; ``first_line`` gives what it
+    prints first. Its own session: a Ctrl-C at the terminal reaches only the demo, which stops it
+    in order (``stop_child``)."""
+    with log.open("wb") as err:
+        return await ChildProcess.start(argv, protocol=_FirstLine(), stdin=subprocess.DEVNULL, stderr=err, env=env)
+
+
+async def first_line(process: ChildProcess, timeout: float) -> bytes:
+    """The first line ``process`` (from ``start_process``) wrote on stdout, with its newline
+    (without, or empty, when it closed stdout first); ``TimeoutError`` after ``timeout`` seconds."""
+    protocol = process.protocol
+    assert isinstance(protocol, _FirstLine), "a process from start_process"
+    return await asyncio.wait_for(asyncio.shield(protocol.line), timeout)
 
 
 async def spawn_http_agent(name: str, target: str, env: dict[str, str], tmp: Path, children: list[Child]) -> Child:
@@ -197,16 +235,8 @@ async def spawn_http_agent(name: str, target: str, env: dict[str, str], tmp: Pat
     The child is added to ``children`` as soon as it exists, so it is stopped whatever happens next.
     """
     log = tmp / f"{name}.log"
-    with log.open("wb") as err:
-        process = await asyncio.create_subprocess_exec(
-            *_a2a_argv("serve", target, "--host", "127.0.0.1", "--port", "0", watch_parent=True),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=err,
-            env={**os.environ, **env},
-            # Its own session: a Ctrl-C at the terminal reaches only the demo, which stops it in order.
-            start_new_session=True,
-        )
+    argv = _a2a_argv("serve", target, "--host", "127.0.0.1", "--port", "0", watch_parent=True)
+    process = await start_process(argv, log, {**os.environ, **env})
     child = Child(name, f"a2a serve {target} --port 0", "HTTP", process.pid, process=process, log=log)
     children.append(child)
     return child
@@ -214,10 +244,9 @@ async def spawn_http_agent(name: str, target: str, env: dict[str, str], tmp: Pat
 
 async def wait_for_url(child: Child) -> str:
     """The URL from the first line ``a2a serve`` prints (``Serving 'NAME' at URL``)."""
-    assert child.process is not None and child.process.stdout is not None
-    stdout = child.process.stdout
+    assert child.process is not None
     try:
-        line = (await asyncio.wait_for(stdout.readline(), START_TIMEOUT)).decode("utf-8", "replace")
+        line = (await first_line(child.process, START_TIMEOUT)).decode("utf-8", "replace")
     except TimeoutError:
         raise DemoError(f"the {child.name} agent (pid {child.pid}) printed no URL within {START_TIMEOUT:g}s") from None
     found = _SERVING.match(line)
@@ -225,29 +254,13 @@ async def wait_for_url(child: Child) -> str:
         why = child.log_tail() or line.strip() or "no output"
         raise DemoError(f"the {child.name} agent ({child.command}) did not start: {why}")
     child.url = found.group(1)
-    child.drain = asyncio.create_task(_drain(stdout), name=f"a2a-demo-drain-{child.name}")
     return child.url
 
 
 async def stop_child(child: Child) -> None:
     """SIGTERM by PID, SIGKILL after ``STOP_GRACE``; the process is reaped (bounded waits)."""
-    process = child.process
-    if process is None:
-        return
-    if process.returncode is None:
-        with contextlib.suppress(ProcessLookupError):
-            process.terminate()
-        try:
-            await asyncio.wait_for(process.wait(), STOP_GRACE)
-        except TimeoutError:
-            with contextlib.suppress(ProcessLookupError):
-                process.kill()
-            with contextlib.suppress(TimeoutError):
-                await asyncio.wait_for(process.wait(), KILL_WAIT)
-    child.returncode = process.returncode
-    if child.drain is not None:
-        child.drain.cancel()
-        await asyncio.wait([child.drain], timeout=KILL_WAIT)
+    if child.process is not None:
+        child.returncode = await child.process.stop(STOP_GRACE, kill_wait=KILL_WAIT)
 
 
 async def serve_page(html: str) -> tuple[web.AppRunner, str]:

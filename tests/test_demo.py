@@ -268,33 +268,29 @@ def test_the_objective_is_one_step_per_line_and_each_fits_the_progress_display()
 
 async def test_an_agent_that_does_not_start_is_reported_with_its_stderr(tmp_path: Path) -> None:
     log = tmp_path / "x.log"
-    with log.open("wb") as err:
-        process = await asyncio.create_subprocess_exec(
-            sys.executable,
-            "-c",
-            "import sys; sys.stderr.write('cannot listen: address in use\\n')",
-            stdout=subprocess.PIPE,
-            stderr=err,
-        )
+    process = await demo.start_process(
+        [sys.executable, "-c", "import sys; sys.stderr.write('cannot listen: address in use\\n')"], log
+    )
     child = demo.Child("x", "a2a serve x", "HTTP", process.pid, process=process, log=log)
-    await process.wait()
+    await asyncio.wait_for(process.wait(), RUN_TIMEOUT)
     with pytest.raises(demo.DemoError, match=r"the x agent \(a2a serve x\) did not start: cannot listen: address"):
         await demo.wait_for_url(child)
     await demo.stop_child(child)
     assert child.returncode == 0
 
 
-async def test_stop_child_kills_what_ignores_sigterm(monkeypatch: pytest.MonkeyPatch) -> None:
+async def test_stop_child_kills_what_ignores_sigterm(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setattr(demo, "STOP_GRACE", 0.5)
-    process = await asyncio.create_subprocess_exec(
-        sys.executable,
-        "-c",
-        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
-        "time.sleep(60)",
-        stdout=subprocess.PIPE,
+    process = await demo.start_process(
+        [
+            sys.executable,
+            "-c",
+            "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('ready', flush=True); "
+            "time.sleep(60)",
+        ],
+        tmp_path / "stubborn.log",
     )
-    assert process.stdout is not None
-    assert await asyncio.wait_for(process.stdout.readline(), RUN_TIMEOUT) == b"ready\n"
+    assert await demo.first_line(process, RUN_TIMEOUT) == b"ready\n"
     child = demo.Child("stubborn", "sleep", "HTTP", process.pid, process=process)
     await asyncio.wait_for(demo.stop_child(child), RUN_TIMEOUT)
     assert child.returncode == -signal.SIGKILL and not alive(process.pid)

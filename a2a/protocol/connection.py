@@ -2,7 +2,7 @@
 
 Both bindings carry the very same JSON-RPC 2.0 requests, results and errors as the JSON-RPC
 over HTTP binding, one message per WebSocket text frame or per line. Because many calls share
-one connection, they add (see ``docs/bindings-ws-stdio.md`` for the full text):
+one connection, they add (see ``protocol.md`` §6 for the full text):
 
 - **stream frames**: a streaming call is answered by one frame per event, each a JSON-RPC
   response with the call's ``id``, the ``StreamResponse`` as ``result`` and the event's sequence

@@ -7,7 +7,7 @@ checked by the same gate as HTTP. After that: the same methods as JSON-RPC over 
 out of order through the one ``RpcConnection`` dispatcher, as over WebSocket.
 
 End of stdin: requests in flight get ``eof_grace`` seconds to finish, then the server exits.
-If stdout goes away (the parent died) it stops at once. See ``docs/bindings-ws-stdio.md``.
+If stdout goes away (the parent died) it stops at once. See ``protocol.md`` §6 (stdio).
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 A thin adapter: the handshake is checked by the same gate as HTTP (``admit``), then every
 text frame goes to one ``RpcConnection``, which dispatches, answers and enforces the limits.
-A peer that breaks a limit is closed with a code and a reason; see ``docs/bindings-ws-stdio.md``.
+A peer that breaks a limit is closed with a code and a reason; see ``protocol.md`` §6 (close codes).
 """
 
 from __future__ import annotations
