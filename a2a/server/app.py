@@ -21,6 +21,7 @@ from aiohttp.http import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler as HttpProtocol
 
+from ..protocol.card import CARD_PATH
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.version import PROTOCOL_VERSION
@@ -41,7 +42,6 @@ __all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "
 
 log = logging.getLogger("a2a.server")
 
-CARD_PATH = "/.well-known/agent-card.json"
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
 #: Request bodies above this are refused with 413 (configurable per server).
