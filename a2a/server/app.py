@@ -25,17 +25,16 @@ from ..protocol.card import CARD_PATH
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.version import PROTOCOL_VERSION
-from ..ssrf import OutboundPolicy
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
-from .bus import EventBus
-from .handler import RequestHandler
+from .backend import Backend
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
-from .push import PushNotifier, push_store_for
+from .push import PushNotifier
 from .routing import Dispatcher, Route, install
-from .store import InMemoryTaskStore, TaskStore
+from .serving import open_handler, served_card
+from .store import TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
 __all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
@@ -93,27 +92,28 @@ class A2AServer:
         self,
         agent: Agent,
         *,
+        backend: Backend | None = None,
         store: TaskStore | None = None,
-        bus: EventBus | None = None,
         auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
         config: ServerConfig | None = None,
         push: PushNotifier | bool = False,
         push_allow: str | Sequence[str] | None = None,
     ) -> None:
-        """``push=True`` offers push notifications, configs kept beside the tasks (same SQLite
-        file or Redis); webhooks must be public addresses unless ``push_allow`` lists CIDRs or
-        host names (e.g. ``"127.0.0.0/8"`` for tests). A ``PushNotifier`` may be given instead."""
+        """``backend`` is where tasks, streams and push configs live (``open_backend(url)``); by
+        default all in memory. ``store`` is a shorthand for a one-process backend around that
+        task store (``Backend.around``).
+
+        ``push=True`` offers push notifications, configs kept in the backend's push store (a
+        backend without one is a ``BackendError`` here); webhooks must be public addresses
+        unless ``push_allow`` lists CIDRs or host names (e.g. ``"127.0.0.0/8"`` for tests). A
+        ``PushNotifier`` may be given instead."""
+        if backend is not None and store is not None:
+            raise TypeError("A2AServer: give backend= or store=, not both")
         self.agent = agent
         self.config = config or ServerConfig()
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-        task_store = store or InMemoryTaskStore()
-        notifier: PushNotifier | None = None
-        if isinstance(push, PushNotifier):
-            notifier = push
-        elif push:
-            guard = OutboundPolicy.from_allow_list(push_allow) if push_allow else None
-            notifier = PushNotifier(push_store_for(task_store), guard=guard)
-        self.handler = RequestHandler(agent, task_store, bus, notifier)
+        backend = backend or (Backend.in_memory() if store is None else Backend.around(store))
+        self.handler = open_handler(agent, backend, push=push, push_allow=push_allow)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url
@@ -135,13 +135,7 @@ class A2AServer:
         return interfaces
 
     def card(self, base_url: str) -> AgentCard:
-        schemes, requirements = self.authenticator.card_fields()
-        return self.agent.build_card(
-            self.interfaces(base_url),
-            security_schemes=schemes,
-            security_requirements=requirements,
-            push_notifications=self.handler.push is not None,
-        )
+        return served_card(self.handler, self.authenticator, self.interfaces(base_url))
 
     def _card_body(self, base_url: str) -> tuple[bytes, str]:
         cached = self._cards.get(base_url)
