@@ -20,10 +20,8 @@ from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
-from ..server.push import PushNotifier, push_store_for
+from ..server.backend import default_store_url, open_backend
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
-from ..server.stores import default_store_url, open_backend
-from ..ssrf import OutboundPolicy
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
 from .loader import AgentLoadError, load_object
@@ -198,11 +196,10 @@ async def _serve(args: argparse.Namespace) -> int:
         tune_gc=True,  # this process only serves
     )
     store_url = args.store or default_store_url(agent.name, args.port)
-    store, bus = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
+    backend = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
     server = A2AServer(
         agent,
-        store=store,
-        bus=bus,
+        backend=backend,
         auth=_auth(args),
         config=config,
         push=not args.no_push,
@@ -229,14 +226,17 @@ async def _serve_stdio(args: argparse.Namespace) -> int:
     out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
     stop = _stop_on_signals()
     agent = _load_agent(args.target, args.agent_options)
-    store, bus = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
+    backend = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
     config = StdioConfig(max_line_bytes=args.max_body_bytes)
-    push = None
-    if not args.no_push:  # on by default, as over HTTP
-        guard = OutboundPolicy.from_allow_list(args.push_allow) if args.push_allow else None
-        push = PushNotifier(push_store_for(store), guard=guard)
     return await serve_stdio(
-        agent, store=store, bus=bus, push=push, auth=_auth(args), config=config, stdout_fd=out_fd, stop=stop
+        agent,
+        backend=backend,
+        push=not args.no_push,  # on by default, as over HTTP
+        push_allow=args.push_allow,
+        auth=_auth(args),
+        config=config,
+        stdout_fd=out_fd,
+        stop=stop,
     )
 
 

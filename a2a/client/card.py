@@ -8,13 +8,12 @@ import httpx
 import msgspec
 
 from ..errors import CardResolutionError, InvalidResponseError
+from ..protocol.card import CARD_PATH
 from ..protocol.codec import decoder_for
 from ..transport.http import http_error, translate_httpx_error
 from ..types import AgentCard, AgentInterface
 
-__all__ = ["CARD_PATH", "card_url", "choose_interface", "fetch_card"]
-
-CARD_PATH = "/.well-known/agent-card.json"
+__all__ = ["card_url", "choose_interface", "fetch_card"]
 
 
 def card_url(url: str) -> str:

@@ -1,7 +1,15 @@
-"""The aiohttp application: the agent card, JSON-RPC and REST (with SSE) on one port.
+"""The aiohttp server: the agent card, JSON-RPC, REST (with SSE) and WebSocket on one port.
 
-``A2AServer`` composes the pieces; ``start``/``stop`` (or ``async with``) run it on a port
-(``0`` picks a free one), which is what the CLI and the tests both do.
+``A2AServer`` composes the pieces, and one ``routing.Dispatcher`` serves its routes, in either
+of two settings that run the same start and stop steps:
+
+- ``start``/``stop`` (or ``async with``): on aiohttp's low-level server, on a port (``0``
+  picks a free one); what the CLI and the tests both do.
+- ``app()``: an aiohttp ``Application`` whose one catch-all route hands every request to the
+  dispatcher, to embed the server in a larger application (mounted at any prefix).
+
+Middlewares (aiohttp's kind) are given to the server, ``A2AServer(middlewares=[...])``, and the
+dispatcher runs them in both settings.
 """
 
 from __future__ import annotations
@@ -21,39 +29,32 @@ from aiohttp.http import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler as HttpProtocol
 
+from ..protocol.card import CARD_PATH
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.version import PROTOCOL_VERSION
-from ..ssrf import OutboundPolicy
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
-from .bus import EventBus
-from .handler import RequestHandler
+from .backend import Backend
 from .http_jsonrpc import JsonRpcBinding
 from .http_rest import RestBinding
-from .push import PushNotifier, push_store_for
-from .routing import Dispatcher, Route, install
-from .store import InMemoryTaskStore, TaskStore
+from .push import PushNotifier
+from .routing import Dispatcher, Middleware, Route
+from .serving import open_handler, served_card
+from .store import TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
 __all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
 
 log = logging.getLogger("a2a.server")
 
-CARD_PATH = "/.well-known/agent-card.json"
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
 #: Request bodies above this are refused with 413 (configurable per server).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
 ShutdownHook = Callable[[], Awaitable[None]]
-
-
-async def _shut_down(hooks: Sequence[ShutdownHook]) -> None:
-    """The server's shutdown steps, in order (both ways of serving run the same ones)."""
-    for hook in hooks:
-        await hook()
 
 
 @dataclass
@@ -75,15 +76,56 @@ class ServerConfig:
     websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
 
 
-class _LeanRunner(web.ServerRunner):
-    """aiohttp's low-level server runner, with the shutdown steps an application would run."""
+@dataclass(frozen=True, slots=True)
+class _Serving:
+    """The server's routes, mounted at one prefix, and its start and stop steps."""
 
-    def __init__(self, server: web.Server, hooks: Sequence[ShutdownHook], *, shutdown_timeout: float) -> None:
+    dispatcher: Dispatcher
+    start: Callable[[], Awaitable[None]]
+    stop_hooks: Sequence[ShutdownHook]
+
+    async def stop(self) -> None:
+        """The stop steps, in order (before open requests are waited for: see ``_serving``)."""
+        for hook in self.stop_hooks:
+            await hook()
+
+
+#: The serving of an embedded server (``app()``), made when the application starts.
+_SERVING = web.AppKey("a2a_serving", _Serving)
+#: The path of ``app()``'s one route, and what is left of it once aiohttp put the mount prefix
+#: in front (``add_subapp``).
+_CATCH_ALL = "/{tail:.*}"
+_CATCH_ALL_SHOWN = "/{tail}"
+
+
+class _Runner(web.ServerRunner):
+    """aiohttp's low-level server runner, running the server's start and stop steps where an
+    application runner runs its application's start-up and shutdown."""
+
+    def __init__(self, server: web.Server, serving: _Serving, *, shutdown_timeout: float) -> None:
         super().__init__(server, shutdown_timeout=shutdown_timeout)
-        self._hooks = hooks
+        self._serving = serving
+
+    async def _make_server(self) -> web.Server:
+        await self._serving.start()
+        return await super()._make_server()
 
     async def shutdown(self) -> None:
-        await _shut_down(self._hooks)
+        await self._serving.stop()
+
+
+async def _dispatch(request: web.Request) -> web.StreamResponse:
+    """``app()``'s one route: the embedded server's dispatcher serves every request."""
+    return await request.app[_SERVING].dispatcher(request)
+
+
+async def _expect_in_dispatcher(_request: web.Request) -> None:
+    """The dispatcher answers ``Expect`` itself (after routing, as when ``start`` serves it)."""
+    return None
+
+
+async def _stop_embedded(app: web.Application) -> None:
+    await app[_SERVING].stop()
 
 
 class A2AServer:
@@ -93,30 +135,46 @@ class A2AServer:
         self,
         agent: Agent,
         *,
+        backend: Backend | None = None,
         store: TaskStore | None = None,
-        bus: EventBus | None = None,
         auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
         config: ServerConfig | None = None,
         push: PushNotifier | bool = False,
         push_allow: str | Sequence[str] | None = None,
+        middlewares: Sequence[Middleware] = (),
     ) -> None:
-        """``push=True`` offers push notifications, configs kept beside the tasks (same SQLite
-        file or Redis); webhooks must be public addresses unless ``push_allow`` lists CIDRs or
-        host names (e.g. ``"127.0.0.0/8"`` for tests). A ``PushNotifier`` may be given instead."""
+        """``backend`` is where tasks, streams and push configs live (``open_backend(url)``); by
+        default all in memory. ``store`` is a shorthand for a one-process backend around that
+        task store (``Backend.around``).
+
+        ``push=True`` offers push notifications, configs kept in the backend's push store (a
+        backend without one is a ``BackendError`` here); webhooks must be public addresses
+        unless ``push_allow`` lists CIDRs or host names (e.g. ``"127.0.0.0/8"`` for tests). A
+        ``PushNotifier`` may be given instead.
+
+        ``middlewares`` (aiohttp's kind: ``async def mw(request, handler)``) run around every
+        request, the first one outermost, however the server is served."""
+        if backend is not None and store is not None:
+            raise TypeError("A2AServer: give backend= or store=, not both")
         self.agent = agent
         self.config = config or ServerConfig()
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
-        task_store = store or InMemoryTaskStore()
-        notifier: PushNotifier | None = None
-        if isinstance(push, PushNotifier):
-            notifier = push
-        elif push:
-            guard = OutboundPolicy.from_allow_list(push_allow) if push_allow else None
-            notifier = PushNotifier(push_store_for(task_store), guard=guard)
-        self.handler = RequestHandler(agent, task_store, bus, notifier)
+        self.middlewares = tuple(middlewares)
+        backend = backend or (Backend.in_memory() if store is None else Backend.around(store))
+        self.handler = open_handler(agent, backend, push=push, push_allow=push_allow)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        if cls.app is not A2AServer.app:
+            # ``start`` once served an overriding ``app()``; now it would silently leave out
+            # what the override adds (an authenticating middleware, say).
+            raise TypeError(
+                f"{cls.__name__} overrides app(), which start() does not serve: give middlewares with "
+                "A2AServer(..., middlewares=[...]) instead (app() is for embedding the server)"
+            )
 
     # ---- the card ----------------------------------------------------------------------
 
@@ -135,13 +193,7 @@ class A2AServer:
         return interfaces
 
     def card(self, base_url: str) -> AgentCard:
-        schemes, requirements = self.authenticator.card_fields()
-        return self.agent.build_card(
-            self.interfaces(base_url),
-            security_schemes=schemes,
-            security_requirements=requirements,
-            push_notifications=self.handler.push is not None,
-        )
+        return served_card(self.handler, self.authenticator, self.interfaces(base_url))
 
     def _card_body(self, base_url: str) -> tuple[bytes, str]:
         cached = self._cards.get(base_url)
@@ -152,60 +204,66 @@ class A2AServer:
                 self._cards[base_url] = cached
         return cached
 
-    def _request_card(self, request: web.BaseRequest) -> AgentCard:
-        return self.card(self.url or f"{request.scheme}://{request.host}")
+    def _base_url(self, request: web.BaseRequest, mount: str) -> str:
+        return self.url or f"{request.scheme}://{request.host}{mount}"
 
-    async def _serve_card(self, request: web.BaseRequest) -> web.Response:
-        base = self.url or f"{request.scheme}://{request.host}"
-        body, etag = self._card_body(base)
+    def _request_card(self, request: web.BaseRequest, mount: str = "") -> AgentCard:
+        return self.card(self._base_url(request, mount))
+
+    async def _serve_card(self, request: web.BaseRequest, mount: str = "") -> web.Response:
+        body, etag = self._card_body(self._base_url(request, mount))
         headers = {"ETag": etag, "Cache-Control": f"public, max-age={self.config.card_max_age}"}
         if etag in request.headers.get("If-None-Match", ""):
             return web.Response(status=304, headers=headers)
         return web.Response(body=body, headers=headers, content_type="application/json")
 
-    # ---- the application ---------------------------------------------------------------
+    # ---- serving -----------------------------------------------------------------------
 
-    def _endpoints(self) -> tuple[list[Route], list[ShutdownHook]]:
-        """The card, JSON-RPC, REST and (when enabled) WebSocket endpoints, bound to this server,
-        and what to do, in order, when it shuts down."""
+    def _serving(self, mount: str = "") -> _Serving:
+        """The card, JSON-RPC, REST and (when enabled) WebSocket endpoints under ``mount`` (the
+        prefix an embedding application mounted the server at), bound to this server; and what
+        to do, in order, to start and to stop."""
         limit = self.config.max_body_bytes
         jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit)
-        rest = RestBinding(self.handler, self.authenticator, limit, REST_PATH)
+        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH)
         routes = [
-            Route(CARD_PATH, self._serve_card, frozenset({"GET", "HEAD"})),
-            Route(JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"})),
-            Route(REST_PATH, rest.handle, None, prefix=True),
+            Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), frozenset({"GET", "HEAD"})),
+            Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"})),
+            Route(mount + REST_PATH, rest.handle, None, prefix=True),
         ]
+        # Stop steps run before aiohttp waits for the open requests (``on_shutdown``, not a
+        # cleanup context): the runs end CANCELED first, so that streams and blocking sends
+        # are answered that at once instead of being cut off after ``shutdown_timeout``.
         hooks: list[ShutdownHook] = [self.handler.shutdown]
-        if self.config.websocket.enabled:
-            ws = WebSocketBinding(self.handler, self.authenticator, self._request_card, self.config.websocket, limit)
-            routes.append(Route(self.config.websocket.path, ws.handle, frozenset({"GET", "HEAD"})))
-            # First the runs end CANCELED (streams and blocking sends learn it), then the
-            # WebSocket connections flush those answers and close.
-            hooks.append(functools.partial(ws.shutdown, finish_within=self.config.shutdown_timeout))
-        return routes, hooks
+        ws = self.config.websocket
+        if ws.enabled:
+            card = functools.partial(self._request_card, mount=mount)
+            binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit)
+            routes.append(Route(mount + ws.path, binding.handle, frozenset({"GET", "HEAD"})))
+            # After the runs: the WebSocket connections flush those answers and close.
+            hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))
+        # Before the first request: the handler listens to the other replicas, and tasks a
+        # dead server left running end.
+        return _Serving(Dispatcher(routes, self.middlewares), self.handler.start, hooks)
 
     def app(self) -> web.Application:
-        """The server as an aiohttp application: to mount in a larger one, or to add middlewares.
-
-        ``start`` serves this application when a subclass overrides ``app``; otherwise it serves
-        the same routes without the application layer (see ``a2a.server.routing``).
-        """
+        """The server as an aiohttp application, to embed in a larger one (for example
+        ``parent.add_subapp("/agent", server.app())``): its one route hands every request to
+        the same dispatcher that ``start`` serves, with the server's middlewares; the card
+        names the URLs under the prefix it is mounted at."""
         app = web.Application(client_max_size=self.config.max_body_bytes)
-        routes, hooks = self._endpoints()
-        install(app, routes)
-        app.on_startup.append(self._on_startup)
-        app.on_shutdown.append(lambda _app: _shut_down(hooks))
+        route = app.router.add_route("*", _CATCH_ALL, _dispatch, expect_handler=_expect_in_dispatcher)
+        app.on_startup.append(functools.partial(self._start_embedded, route.resource))
+        app.on_shutdown.append(_stop_embedded)
         return app
 
-    async def _on_startup(self, _app: web.Application) -> None:
-        # Before the first request: the bus listens, and tasks a dead server left running end.
-        await self.handler.start()
+    async def _start_embedded(self, resource: web.AbstractResource | None, app: web.Application) -> None:
+        # By now the application is mounted: aiohttp has put the prefix in front of the route.
+        assert resource is not None
+        serving = app[_SERVING] = self._serving(mount=resource.canonical.removesuffix(_CATCH_ALL_SHOWN))
+        await serving.start()
 
-    def _make_runner(self) -> web.BaseRunner:
-        shutdown_timeout = self.config.shutdown_timeout
-        if type(self).app is not A2AServer.app:
-            return web.AppRunner(self.app(), access_log=None, shutdown_timeout=shutdown_timeout)
+    def _request_factory(self) -> Callable[..., web.Request]:
         limit = self.config.max_body_bytes
         loop = asyncio.get_running_loop()
 
@@ -215,13 +273,12 @@ class A2AServer:
             protocol: HttpProtocol,
             writer: AbstractStreamWriter,
             task: asyncio.Task[None],
-        ) -> web.BaseRequest:
+        ) -> web.Request:
             # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
-            return web.BaseRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
+            # A ``web.Request`` (an application's kind, without its match info) for middlewares.
+            return web.Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
-        routes, hooks = self._endpoints()
-        server = web.Server(Dispatcher(routes), request_factory=make_request, access_log=None)
-        return _LeanRunner(server, hooks, shutdown_timeout=shutdown_timeout)
+        return make_request
 
     async def start(self, host: str | None = None, port: int | None = None) -> str:
         """Listen (``port=0``: any free port) and return the base URL."""
@@ -231,10 +288,10 @@ class A2AServer:
             gc.collect()
             gc.freeze()
             gc.set_threshold(20_000, 20, 20)
-        runner = self._runner = self._make_runner()
-        if not isinstance(runner, web.AppRunner):
-            await self.handler.start()  # what the application's on_startup does
-        await runner.setup()
+        serving = self._serving()
+        server = web.Server(serving.dispatcher, request_factory=self._request_factory(), access_log=None)
+        runner = self._runner = _Runner(server, serving, shutdown_timeout=self.config.shutdown_timeout)
+        await runner.setup()  # runs the start steps
         site = web.TCPSite(runner, host, port)
         await site.start()
         bound = runner.addresses[0]

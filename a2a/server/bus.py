@@ -4,7 +4,8 @@ An ``EventBus`` carries each task's events in order, numbered by the task's sequ
 ``id``), to any number of followers, and keeps them for a while after the task ends so that a
 client that lost its connection can resume (``follow(task_id, from_seq)``) with no gap and no
 duplicate. ``InMemoryEventBus`` serves one process; ``RedisEventBus`` (in ``stores/redis_bus``)
-lets several replicas share streams, and carries cancel requests between them.
+lets several replicas share streams. (What replicas tell each other besides events, cancel
+requests and leases, is a ``Coordination``: see ``coordination``.)
 """
 
 from __future__ import annotations
@@ -12,30 +13,21 @@ from __future__ import annotations
 import abc
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator
 
 from ..types import UnsetType
 from .events import EventLog, LoggedEvent
 
-__all__ = ["DEFAULT_RETENTION_SECONDS", "CancelHandler", "EventBus", "InMemoryEventBus", "is_final"]
+__all__ = ["DEFAULT_RETENTION_SECONDS", "EventBus", "InMemoryEventBus", "is_final"]
 
 #: How long the events of a finished task stay available for resuming.
 DEFAULT_RETENTION_SECONDS = 300.0
 
-CancelHandler = Callable[[str], Awaitable[None]]
-
 
 class EventBus(abc.ABC):
-    #: True when several processes share this bus (another replica may run a task).
-    shared: bool = False
-
+    @abc.abstractmethod
     def is_followed(self, task_id: str) -> bool:
-        """Whether a reader may be waiting for ``task_id``'s events (a shared bus: assume so)."""
-        return True
-
-    async def is_running_elsewhere(self, task_id: str) -> bool:
-        """Whether another live process runs ``task_id`` (never, for a one-process bus)."""
-        return False
+        """Whether a reader may be waiting for ``task_id``'s events (when unsure: ``True``)."""
 
     @abc.abstractmethod
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
@@ -50,23 +42,9 @@ class EventBus(abc.ABC):
     async def retained_from(self, task_id: str) -> int | None:
         """The lowest seq still available for a task (``None``: nothing retained)."""
 
-    async def run_started(self, task_id: str) -> None:  # noqa: B027 - one process: nothing to tell
-        """This process now runs ``task_id`` (shared buses take a lease on it)."""
-
-    async def run_finished(self, task_id: str) -> None:  # noqa: B027
-        """This process no longer runs ``task_id``."""
-
-    async def request_cancel(self, task_id: str) -> None:  # noqa: B027 - one process: nothing to tell
-        """Ask whichever process runs ``task_id`` to cancel it."""
-
-    def on_cancel_request(self, handler: CancelHandler) -> None:  # noqa: B027
-        """Register what to do when another process asks to cancel a task."""
-
-    async def start(self) -> None:  # noqa: B027
-        """Start background work (listeners)."""
-
-    async def close(self) -> None:  # noqa: B027
-        """Stop background work; followers finish."""
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Followers finish; nothing more is published."""
 
 
 class InMemoryEventBus(EventBus):

@@ -11,7 +11,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,7 @@ from ..protocol.codec import encode
 from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
+from .coordination import Coordination, SingleProcessCoordination
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
 from .ids import new_id
@@ -52,8 +53,6 @@ FOLLOW_UP_GRACE = 5.0
 REMOTE_CANCEL_WAIT = 10.0
 #: How long a retried blocking send waits for a task running elsewhere.
 SETTLE_WAIT = 300.0
-#: How often a replica on a shared bus looks for tasks whose replica died.
-RECOVERY_SWEEP_SECONDS = 30.0
 #: The status message of tasks that were running when their server died.
 RESTART_NOTE = "Failed: the server restarted while this task was running; send the message again to retry"
 
@@ -109,16 +108,16 @@ class RequestHandler:
         store: TaskStore | None = None,
         bus: EventBus | None = None,
         push: PushNotifier | None = None,
+        coordination: Coordination | None = None,
     ) -> None:
         self.agent = agent
         self.store = store or InMemoryTaskStore()
         self.bus = bus or InMemoryEventBus()
         #: Push notifications (``None``: the capability is off and its operations are -32003).
         self.push = push
-        self.bus.on_cancel_request(self._cancel_requested)
+        #: What the processes serving this agent tell each other (one process: nothing).
+        self.coordination = coordination or SingleProcessCoordination()
         self._runs: dict[str, Run] = {}
-        self._background_tasks: set[asyncio.Task[None]] = set()
-        self._sweeper: asyncio.Task[None] | None = None
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
             "SendMessage": self.send_message,
             "GetTask": self.get_task,
@@ -326,8 +325,7 @@ class RequestHandler:
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, self.agent.select_skill(message), ctx.principal)
         run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
-        if self.bus.shared:  # a lease tells other replicas this task runs here
-            self._background(self.bus.run_started(run.task_id))
+        self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
         run.start(self.agent, rc)
         return run
 
@@ -335,21 +333,7 @@ class RequestHandler:
         """The agent has returned: the run is no longer this process's (and no longer leased)."""
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
-            if self.bus.shared:
-                self._background(self.bus.run_finished(run.task_id))
-
-    def _background(self, work: Coroutine[Any, Any, None]) -> None:
-        """Bookkeeping that must not delay the caller (errors are logged)."""
-
-        async def guarded() -> None:
-            try:
-                await work
-            except Exception:
-                log.exception("background bookkeeping failed")
-
-        task = asyncio.get_running_loop().create_task(guarded())
-        self._background_tasks.add(task)
-        task.add_done_callback(self._background_tasks.discard)
+            self.coordination.run_finished(run.task_id)
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration
@@ -425,9 +409,8 @@ class RequestHandler:
         if run is not None:
             await run.cancel()
             return snapshot(run.task)
-        if self.bus.shared and not record.task.status.state.is_interrupted:
-            # Another replica may be running it: ask it to stop, and wait to see the end.
-            await self.bus.request_cancel(req.id)
+        if not record.task.status.state.is_interrupted and await self.coordination.request_cancel(req.id):
+            # Another replica may be running it: it was asked to stop; wait to see the end.
             record = await self._wait_settled(record, timeout=REMOTE_CANCEL_WAIT)
             if record.task.status.state.is_terminal:
                 return snapshot(record.task)
@@ -537,35 +520,24 @@ class RequestHandler:
         return self.agent.extended_card
 
     async def start(self) -> None:
-        """Before serving: start the bus, and end tasks a dead server left running. On a shared
-        bus, keep sweeping, since any replica may die."""
-        await self.bus.start()
+        """Before serving: listen to the other replicas (if any; they may die, so recovery runs
+        again now and then), and end tasks a dead server left running."""
+        await self.coordination.start(cancel=self._cancel_requested, recover=self.recover)
         if self.push is not None:
             await self.push.start()
         recovered = await self.recover()
         if recovered:
             log.warning("marked %d task(s) FAILED: they were running when their server stopped", recovered)
-        if self.bus.shared:
-            self._sweeper = asyncio.create_task(self._sweep(), name="a2a-recovery-sweep")
-
-    async def _sweep(self) -> None:
-        while True:
-            await asyncio.sleep(RECOVERY_SWEEP_SECONDS)
-            try:
-                await self.recover()
-            except Exception:
-                log.exception("recovery sweep failed")
 
     async def shutdown(self) -> None:
         """Cancel every run in this process (tasks end CANCELED) and close every stream."""
-        if self._sweeper is not None:
-            self._sweeper.cancel()
         runs = list(self._runs.values())
         await asyncio.gather(*(run.cancel(shutdown=True, wait=5.0) for run in runs), return_exceptions=True)
         if self.push is not None:
             await self.push.close()
             await self.push.store.close()
         await self.bus.close()
+        await self.coordination.close()
         await self.store.close()
 
     async def recover(self) -> int:
@@ -578,7 +550,7 @@ class RequestHandler:
 
         count = 0
         for record in await self.store.unfinished():
-            if record.task.id in self._runs or await self.bus.is_running_elsewhere(record.task.id):
+            if record.task.id in self._runs or await self.coordination.is_running_elsewhere(record.task.id):
                 continue
             note = agent_message(RESTART_NOTE, task_id=record.task.id, context_id=record.task.context_id)
             await self._end_idle(record, t.TaskState.FAILED, note)

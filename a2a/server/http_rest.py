@@ -124,12 +124,7 @@ class RestBinding:
             return self._error(internal_error(exc))
 
     def _tail(self, request: web.BaseRequest) -> str:
-        """The path after the binding's prefix: from the router's match where there is one (the
-        application may be mounted under another prefix), else from the request's path."""
-        if isinstance(request, web.Request):
-            tail = request.match_info.get("tail")
-            if tail is not None:
-                return tail
+        """The path after the binding's prefix (which includes any prefix the server is mounted at)."""
         return request.path[self._tail_from :]
 
     async def _params(self, request: web.BaseRequest, route: _Route, path_params: dict[str, str]) -> Any:

@@ -1,25 +1,27 @@
-"""The server's few routes, and the two ways they are served.
+"""The server's few routes, and the one dispatcher that serves them.
 
 ``A2AServer`` has a fixed table: the card, the JSON-RPC endpoint, the REST prefix and the
-WebSocket endpoint. ``install`` puts that table on an aiohttp ``Application`` (to embed the
-server in a larger application or to add middlewares); ``Dispatcher`` serves it straight from
-aiohttp's low-level server, which is what ``A2AServer.start`` does. Four routes need no router:
-a dictionary lookup and one prefix test replace the application layer (router, match info,
-middleware chain), which cost a tenth of a SendMessage here. Both ways call the same handlers
-and answer an unknown path (404), a wrong method (405 with ``Allow``) and ``Expect`` alike
-(except that the dispatcher refuses an unknown path at once, where the router first tells an
-``Expect: 100-continue`` client to send its body).
+WebSocket endpoint. ``Dispatcher`` routes a request to its handler: a dictionary lookup and one
+prefix test, where aiohttp's application layer (router, match info, middleware chain) would cost
+a tenth of a SendMessage. It is what aiohttp's low-level server calls (``A2AServer.start``), and
+what the one catch-all route of ``A2AServer.app()`` calls when the server is embedded in a
+larger application: so an unknown path (404), a wrong method (405 with ``Allow``) and
+``Expect`` are answered alike in both. Middlewares (aiohttp's kind) are run by the dispatcher,
+around the routing, as an application runs them around its router.
 """
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from typing import cast
 
 from aiohttp import web
 from aiohttp.http import HttpVersion11
+from aiohttp.typedefs import Middleware
 
-__all__ = ["Dispatcher", "Handler", "Route", "install"]
+__all__ = ["Dispatcher", "Handler", "Middleware", "Route"]
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
 
@@ -34,23 +36,16 @@ class Route:
     prefix: bool = False
 
 
-def install(app: web.Application, routes: Sequence[Route]) -> None:
-    """Add the routes to an aiohttp application."""
-    for route in routes:
-        path = route.path + "/{tail:.*}" if route.prefix else route.path
-        for method in sorted(route.methods) if route.methods is not None else ["*"]:
-            app.router.add_route(method, path, route.handler)
-
-
 class Dispatcher:
-    """The request handler of an aiohttp low-level ``web.Server`` serving the routes.
+    """Serves the routes: the request handler of aiohttp's low-level ``web.Server``.
 
     Routes may share a path (a WebSocket endpoint configured on the JSON-RPC path, say): each
     method goes to its own handler, as aiohttp's router would do it. An exact path is tried
     before the prefixes; a path that exists for other methods only is 405 with ``Allow``.
+    ``middlewares`` run around all that, the first one outermost (they see 404s and 405s too).
     """
 
-    def __init__(self, routes: Sequence[Route]) -> None:
+    def __init__(self, routes: Sequence[Route], middlewares: Sequence[Middleware] = ()) -> None:
         self._exact: dict[str, dict[str, Handler]] = {}
         self._prefixed: list[tuple[str, dict[str, Handler]]] = []
         for route in routes:
@@ -63,6 +58,12 @@ class Dispatcher:
                 if method in table:
                     raise ValueError(f"two routes for {method} {route.path}")
                 table[method] = route.handler
+        self._chain: Callable[[web.Request], Awaitable[web.StreamResponse]] | None = None
+        if middlewares:
+            chain: Callable[[web.Request], Awaitable[web.StreamResponse]] = self._route
+            for middleware in reversed(middlewares):  # built once, not per request
+                chain = functools.partial(middleware, handler=chain)
+            self._chain = chain
 
     def handler_for(self, path: str, method: str) -> Handler:
         """The handler for ``method`` on ``path``; ``HTTPNotFound`` or ``HTTPMethodNotAllowed``."""
@@ -84,6 +85,12 @@ class Dispatcher:
         raise web.HTTPNotFound()
 
     def __call__(self, request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
+        if self._chain is not None:
+            # Both ways of serving make ``web.Request`` objects, what middlewares are typed for.
+            return self._chain(cast(web.Request, request))
+        return self._route(request)
+
+    def _route(self, request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
         # Not a coroutine itself: it hands back the handler's, so a request that waits (for
         # its agent) resumes through one frame fewer. aiohttp awaits what it gets, and an
         # exception raised here reaches it the same way as one raised inside a coroutine.

@@ -31,7 +31,7 @@ from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
-from .bus import EventBus
+from .backend import Backend
 from .handler import CallContext, RequestHandler
 from .http_common import admit
 from .push import PushNotifier
@@ -42,7 +42,7 @@ from .rpc_connection import (
     ConnectionViolation,
     RpcConnection,
 )
-from .store import TaskStore
+from .serving import open_handler, served_card
 
 __all__ = ["STDIO_URL", "StdioConfig", "claim_stdout", "serve_stdio"]
 
@@ -261,9 +261,9 @@ async def _pump(inbox: _Inbox, decoder: LineDecoder, conn: RpcConnection) -> Non
 async def serve_stdio(
     agent: Agent,
     *,
-    store: TaskStore | None = None,
-    bus: EventBus | None = None,
-    push: PushNotifier | None = None,
+    backend: Backend | None = None,
+    push: PushNotifier | bool = False,
+    push_allow: str | Sequence[str] | None = None,
     handler: RequestHandler | None = None,
     auth: Authenticator | Sequence[BearerAuth | ApiKeyAuth] = (),
     config: StdioConfig | None = None,
@@ -276,26 +276,21 @@ async def serve_stdio(
     0: the input ended (or ``stop`` was set); 1: the peer broke a limit (the error was sent as
     a last line with ``id`` null, and logged).
 
-    ``push`` offers push notifications. ``handler`` serves that (started) handler instead of
-    one made from ``agent``, ``store``, ``bus`` and ``push``, and leaves it running at the end
-    (its owner stops it): e.g. one more connection to an ``A2AServer``'s agent.
+    ``backend``: where tasks live (default: memory); ``push`` and ``push_allow``: push
+    notifications, as for ``A2AServer``. ``handler`` serves that (started) handler instead of
+    one made from those, and leaves it running at the end (its owner stops it): e.g. one more
+    connection to an ``A2AServer``'s agent.
     """
     config = config or StdioConfig()
     authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
     owned = handler is None
     if handler is None:
-        handler = RequestHandler(agent, store, bus, push)
+        handler = open_handler(agent, backend or Backend.in_memory(), push=push, push_allow=push_allow)
         await handler.start()
-    elif store is not None or bus is not None or push is not None:
-        raise ValueError("serve_stdio: give a handler, or the store, bus and push to make one, not both")
-    schemes, requirements = authenticator.card_fields()
+    elif backend is not None or push or push_allow is not None:
+        raise ValueError("serve_stdio: give a handler, or the backend and push to make one, not both")
     interface = AgentInterface(url=STDIO_URL, protocol_binding=STDIO_BINDING, protocol_version=PROTOCOL_VERSION)
-    card = agent.build_card(
-        [interface],
-        security_schemes=schemes,
-        security_requirements=requirements,
-        push_notifications=handler.push is not None,
-    )
+    card = served_card(handler, authenticator, [interface])
     inbox, reader = await _open_inbox(stdin_fd)
     outbox = await _open_outbox(stdout_fd, inbox)
     conn = RpcConnection(

@@ -32,6 +32,7 @@ import msgspec
 from a2a import A2AServer, Agent, RequestContext
 from a2a import types as t
 from a2a.protocol.sse import SSEDecoder
+from a2a.server.backend import Backend
 from a2a.server.stdio import StdioConfig, serve_stdio
 from a2a.transport.stdio_pipes import PipeTransport
 
@@ -527,7 +528,7 @@ def open_stdio_twin(server: A2AServer, headers: dict[str, str] | None = None) ->
     if STDIO_SERVES_A_HANDLER:
         options["handler"] = server.handler
     else:
-        options.update(store=server.handler.store, bus=server.handler.bus)
+        options["backend"] = Backend(server.handler.store, server.handler.bus)
 
     async def serve() -> int:
         try:

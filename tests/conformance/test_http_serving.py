@@ -1,11 +1,12 @@
 """How the HTTP server answers outside the bindings' own rules: paths, methods, ``HEAD``,
-``Expect: 100-continue``, large bodies. ``A2AServer.start`` serves its routes two ways (straight
-from aiohttp's low-level server, or through the ``app()`` application when a subclass overrides
-it), and every test here runs both ways: the answers must be the same."""
+``Expect: 100-continue``, large bodies. One dispatcher serves the routes, either started
+(``A2AServer.start``, on aiohttp's low-level server) or embedded (``A2AServer.app()`` in an
+aiohttp application), and every test here runs both ways: the answers must be the same."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 from collections.abc import AsyncIterator
 
@@ -16,61 +17,104 @@ from aiohttp import web
 from aiohttp.typedefs import Handler
 
 from a2a import A2AServer, ServerConfig
+from a2a.protocol.connection import WEBSOCKET_BINDING
 from a2a.server.app import CARD_PATH, JSONRPC_PATH
+from a2a.server.store import TaskQuery
+from a2a.types import TaskState
 
 from .conftest import StartServer
-from .helpers import WAIT, bounded, load_module, new_id, send_params
+from .helpers import WAIT, bounded, load_module, new_id, send_params, wait_until
 
 VERSION = {"A2A-Version": "1.0"}
 
 
-class ServedThroughApp(A2AServer):
-    """Overrides ``app`` (as a user adding middlewares would): ``start`` then serves it."""
+class Counting:
+    """A middleware (given the supported way, ``A2AServer(middlewares=...)``) that counts."""
 
-    seen = 0
+    def __init__(self) -> None:
+        self.seen: list[str] = []
 
-    def app(self) -> web.Application:
-        app = super().app()
-
-        @web.middleware
-        async def count(request: web.Request, handler: Handler) -> web.StreamResponse:
-            self.seen += 1
-            return await handler(request)
-
-        app.middlewares.append(count)
-        return app
+    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        self.seen.append(request.path)
+        return await handler(request)
 
 
-@pytest.fixture(params=["lean", "application"])
+@contextlib.asynccontextmanager
+async def embedded(app: web.Application, mount: str = "") -> AsyncIterator[str]:
+    """Serve ``app`` on a free loopback port (mounted at ``mount`` in a parent application,
+    when given); yields the base URL."""
+    if mount:
+        parent = web.Application()
+        parent.add_subapp(mount, app)
+        app = parent
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}{mount}"
+    finally:
+        await runner.cleanup()
+
+
+@pytest.fixture(params=["start", "embedded"])
 async def served(request: pytest.FixtureRequest, serve: StartServer) -> AsyncIterator[tuple[str, A2AServer]]:
     agent = load_module("echo_agent.py").agent
     config = ServerConfig(max_body_bytes=3 * 1024 * 1024)
-    if request.param == "lean":
-        server = await serve(agent, config=config)
-    else:
-        config.port = 0
-        server = ServedThroughApp(agent, config=config)
-        await server.start()
-    assert server.url is not None
-    try:
+    if request.param == "start":
+        server = await serve(agent, config=config, middlewares=[Counting()])
+        assert server.url is not None
         yield server.url, server
-    finally:
-        if request.param == "application":
-            await server.stop()
+    else:
+        server = A2AServer(agent, config=config, middlewares=[Counting()])
+        async with embedded(server.app()) as url:
+            yield url, server
 
 
 def rpc_body(text: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(text)}).encode()
 
 
-async def test_a_subclass_that_overrides_app_is_served_through_it(
+async def test_the_servers_middlewares_see_every_request(
     served: tuple[str, A2AServer], http: httpx.AsyncClient
 ) -> None:
     url, server = served
     response = await bounded(http.post(url + JSONRPC_PATH, headers=VERSION, content=rpc_body("hi")))
     assert response.json()["result"]["message"]["parts"][0]["text"] == "hi"
-    if isinstance(server, ServedThroughApp):
-        assert server.seen == 1, "the subclass's middleware saw the request"
+    missing = await bounded(http.get(url + "/nothing", headers=VERSION))
+    assert missing.status_code == 404
+    counting = server.middlewares[0]
+    assert isinstance(counting, Counting)
+    assert counting.seen == [JSONRPC_PATH, "/nothing"], "the middleware saw the request, and the unknown path"
+
+
+async def test_middlewares_run_in_order_the_first_outermost() -> None:
+    order: list[str] = []
+
+    def named(name: str) -> object:
+        async def middleware(request: web.Request, handler: Handler) -> web.StreamResponse:
+            order.append(f"{name} in")
+            response = await handler(request)
+            order.append(f"{name} out")
+            return response
+
+        return middleware
+
+    server = A2AServer(
+        load_module("echo_agent.py").agent, config=ServerConfig(port=0), middlewares=[named("a"), named("b")]
+    )
+    async with server, httpx.AsyncClient(timeout=WAIT) as http:
+        assert server.url is not None
+        await bounded(http.get(server.url + CARD_PATH))
+    assert order == ["a in", "b in", "b out", "a out"]
+
+
+def test_a_subclass_may_not_change_serving_by_overriding_app() -> None:
+    with pytest.raises(TypeError, match=r"overrides app\(\).*middlewares="):
+
+        class Overriding(A2AServer):
+            def app(self) -> web.Application:
+                return super().app()
 
 
 async def test_unknown_path_is_404(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
@@ -206,17 +250,24 @@ async def test_head_of_the_websocket_path_is_not_a_wrong_method(
     assert response.status_code == 426  # served: it asks for an upgrade
 
 
-@pytest.mark.parametrize("how", ["lean", "application"])
+@pytest.mark.parametrize("how", ["start", "embedded"])
 async def test_the_websocket_endpoint_may_share_the_jsonrpc_path(how: str) -> None:
     agent = load_module("echo_agent.py").agent
     config = ServerConfig(port=0)
     config.websocket.path = JSONRPC_PATH
-    server = A2AServer(agent, config=config) if how == "lean" else ServedThroughApp(agent, config=config)
-    async with server, httpx.AsyncClient(timeout=WAIT) as http, aiohttp.ClientSession() as session:
-        assert server.url is not None
-        response = await bounded(http.post(server.url + JSONRPC_PATH, headers=VERSION, content=rpc_body("post")))
+    server = A2AServer(agent, config=config)
+    async with contextlib.AsyncExitStack() as stack:
+        if how == "start":
+            await stack.enter_async_context(server)
+            assert server.url is not None
+            url = server.url
+        else:
+            url = await stack.enter_async_context(embedded(server.app()))
+        http = await stack.enter_async_context(httpx.AsyncClient(timeout=WAIT))
+        session = await stack.enter_async_context(aiohttp.ClientSession())
+        response = await bounded(http.post(url + JSONRPC_PATH, headers=VERSION, content=rpc_body("post")))
         assert response.json()["result"]["message"]["parts"][0]["text"] == "post"
-        ws_url = server.url.replace("http://", "ws://") + JSONRPC_PATH
+        ws_url = url.replace("http://", "ws://") + JSONRPC_PATH
         async with session.ws_connect(ws_url, headers=VERSION) as ws:
             await ws.send_str(rpc_body("over ws").decode())
             answer = json.loads(await asyncio.wait_for(ws.receive_str(), WAIT))
@@ -225,20 +276,44 @@ async def test_the_websocket_endpoint_may_share_the_jsonrpc_path(how: str) -> No
 
 async def test_the_application_mounted_under_a_prefix_serves_every_binding() -> None:
     server = A2AServer(load_module("echo_agent.py").agent, config=ServerConfig(port=0))
-    parent = web.Application()
-    parent.add_subapp("/agent", server.app())
-    runner = web.AppRunner(parent, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        base = f"http://127.0.0.1:{runner.addresses[0][1]}/agent"
-        async with httpx.AsyncClient(timeout=WAIT) as http:
-            rpc = await bounded(http.post(base + JSONRPC_PATH, headers=VERSION, content=rpc_body("rpc")))
-            assert rpc.json()["result"]["message"]["parts"][0]["text"] == "rpc"
-            message = {"message": {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": "rest"}]}}
-            rest = await bounded(http.post(base + "/a2a/rest/message:send", headers=VERSION, json=message))
-            assert rest.status_code == 200, rest.text
-            assert rest.json()["message"]["parts"][0]["text"] == "rest"
-    finally:
-        await runner.cleanup()
+    async with embedded(server.app(), "/agent") as base, httpx.AsyncClient(timeout=WAIT) as http:
+        card = (await bounded(http.get(base + CARD_PATH))).json()
+        urls = {i["protocolBinding"]: i["url"] for i in card["supportedInterfaces"]}
+        assert urls["JSONRPC"] == base + JSONRPC_PATH, "the card names the URLs under the prefix"
+        rpc = await bounded(http.post(urls["JSONRPC"], headers=VERSION, content=rpc_body("rpc")))
+        assert rpc.json()["result"]["message"]["parts"][0]["text"] == "rpc"
+        message = {"message": {"messageId": new_id(), "role": "ROLE_USER", "parts": [{"text": "rest"}]}}
+        rest = await bounded(http.post(urls["HTTP+JSON"] + "/message:send", headers=VERSION, json=message))
+        assert rest.status_code == 200, rest.text
+        assert rest.json()["message"]["parts"][0]["text"] == "rest"
+        unmounted = await bounded(http.post(base.removesuffix("/agent") + JSONRPC_PATH, headers=VERSION))
+        assert unmounted.status_code == 404
+        ws_url = urls[WEBSOCKET_BINDING]
+        async with aiohttp.ClientSession() as session, session.ws_connect(ws_url, headers=VERSION) as ws:
+            await ws.send_str(rpc_body("over ws").decode())
+            answer = json.loads(await asyncio.wait_for(ws.receive_str(), WAIT))
+        assert answer["result"]["message"]["parts"][0]["text"] == "over ws"
+
+
+@pytest.mark.parametrize("how", ["start", "embedded"])
+async def test_stopping_answers_a_blocking_send_in_flight_at_once(how: str) -> None:
+    """The stop steps run before aiohttp waits for open requests (here up to a minute): the run
+    ends CANCELED and the blocking send is answered that."""
+    server = A2AServer(load_module("echo_agent.py").agent, config=ServerConfig(port=0, shutdown_timeout=60))
+    store = server.handler.store
+    async with contextlib.AsyncExitStack() as serving, httpx.AsyncClient(timeout=WAIT) as http:
+        if how == "start":
+            url = await server.start()
+            serving.push_async_callback(server.stop)
+        else:
+            url = await serving.enter_async_context(embedded(server.app()))
+        sending = asyncio.create_task(http.post(url + JSONRPC_PATH, headers=VERSION, content=rpc_body("hold:30")))
+
+        async def working() -> bool:
+            page = await store.list(TaskQuery(owner="", tenant=""))
+            return any(r.task.status.state == TaskState.WORKING for r in page.records)
+
+        await wait_until(working, what="the hold task to be WORKING")
+        await bounded(serving.aclose())
+        answer = (await bounded(sending)).json()
+    assert answer["result"]["task"]["status"]["state"] == "TASK_STATE_CANCELED"

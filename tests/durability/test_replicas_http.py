@@ -25,7 +25,8 @@ from a2a.errors import AuthenticationRequiredError, InvalidParamsError, TaskNotF
 from a2a.protocol.jsonrpc import decode_response, encode_request
 from a2a.protocol.sse import SSEDecoder
 from a2a.protocol.version import PROTOCOL_VERSION, VERSION_HEADER
-from a2a.server.handler import RECOVERY_SWEEP_SECONDS, RESTART_NOTE
+from a2a.server.coordination import RECOVERY_SWEEP_SECONDS
+from a2a.server.handler import RESTART_NOTE
 from a2a.types import (
     Role,
     StreamResponse,

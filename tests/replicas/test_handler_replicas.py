@@ -8,7 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.stores import open_backend
+from a2a.server.backend import open_backend
+from a2a.server.serving import open_handler
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,
@@ -53,8 +54,7 @@ async def replicas(redis_url: str, namespace: str) -> AsyncIterator[tuple[Reques
     started, release, runs = asyncio.Event(), asyncio.Event(), []
     made = []
     for _ in range(2):
-        store, bus = open_backend(redis_url, namespace=namespace)
-        handler = RequestHandler(counting_agent(started, release, runs), store, bus)
+        handler = open_handler(counting_agent(started, release, runs), open_backend(redis_url, namespace=namespace))
         await handler.start()
         made.append(handler)
     yield made[0], made[1], {"started": started, "release": release, "runs": runs}

@@ -123,22 +123,15 @@ class FlakyServer(A2AServer):
     """Answers the first ``failures`` A2A requests (not the card) with HTTP 503."""
 
     def __init__(self, agent: Agent, failures: int = 3, **kwargs: Any) -> None:
-        super().__init__(agent, config=ServerConfig(port=0), **kwargs)
+        super().__init__(agent, config=ServerConfig(port=0), middlewares=[self.flaky], **kwargs)
         self.failures = failures
         self.refused = 0
 
-    def app(self) -> web.Application:
-        app = super().app()
-
-        @web.middleware
-        async def flaky(request: web.Request, handler: Any) -> web.StreamResponse:
-            if request.method == "POST" and self.refused < self.failures:
-                self.refused += 1
-                return web.Response(status=503, text="busy, try again")
-            return await handler(request)
-
-        app.middlewares.append(flaky)
-        return app
+    async def flaky(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        if request.method == "POST" and self.refused < self.failures:
+            self.refused += 1
+            return web.Response(status=503, text="busy, try again")
+        return await handler(request)
 
 
 @contextlib.asynccontextmanager

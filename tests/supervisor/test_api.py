@@ -57,24 +57,17 @@ class Recording(A2AServer):
     """Records the Authorization header of every request (and of card requests, separately)."""
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, config=ServerConfig(port=0), **kwargs)
+        super().__init__(*args, config=ServerConfig(port=0), middlewares=[self.record], **kwargs)
         self.seen: list[tuple[str, str | None]] = []
         #: (If-None-Match sent, status answered) for every card request.
         self.cards: list[tuple[str | None, int]] = []
 
-    def app(self) -> web.Application:
-        app = super().app()
-
-        @web.middleware
-        async def record(request: web.Request, handler: Any) -> web.StreamResponse:
-            self.seen.append((request.path, request.headers.get("Authorization")))
-            response = await handler(request)
-            if request.path == "/.well-known/agent-card.json":
-                self.cards.append((request.headers.get("If-None-Match"), response.status))
-            return response
-
-        app.middlewares.append(record)
-        return app
+    async def record(self, request: web.Request, handler: Any) -> web.StreamResponse:
+        self.seen.append((request.path, request.headers.get("Authorization")))
+        response = await handler(request)
+        if request.path == "/.well-known/agent-card.json":
+            self.cards.append((request.headers.get("If-None-Match"), response.status))
+        return response
 
 
 async def test_a_credential_is_sent_only_to_the_agent_it_is_configured_for(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -2,7 +2,7 @@
 
 Wiring::
 
-    store = push_store_for(task_store)          # or open_push_store("sqlite:///tasks.db"), InMemoryPushStore()
+    store = open_backend("sqlite:///tasks.db").push   # beside the tasks; or InMemoryPushStore()
     notifier = PushNotifier(store, guard=OutboundPolicy.from_allow_list(allow))  # guard: public targets only
     await notifier.start()                      # resumes deliveries left pending by the last run
     cfg = await notifier.create(task_id, owner, tenant, config)   # SSRF-checked; id assigned if missing
@@ -82,14 +82,8 @@ admits private targets for deployments and tests. Header values are checked at r
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-from urllib.parse import parse_qs, urlsplit
-
 from .notifier import DEFAULT_PAGE_SIZE, MAX_PAGE_SIZE, DeliveryPolicy, PushNotifier
 from .store import Enqueued, InMemoryPushStore, PendingDelivery, PushConfigRecord, PushStore
-
-if TYPE_CHECKING:
-    from ..store import TaskStore
 
 __all__ = [
     "DEFAULT_PAGE_SIZE",
@@ -101,48 +95,4 @@ __all__ = [
     "PushConfigRecord",
     "PushNotifier",
     "PushStore",
-    "open_push_store",
-    "push_store_for",
 ]
-
-
-def open_push_store(url: str, *, namespace: str = "a2a") -> PushStore:
-    """A push store for a store URL, the same forms as ``--store``: ``memory:``,
-    ``sqlite:///relative.db`` / ``sqlite:////absolute.db`` (``?durability=full``),
-    ``redis://host:port/db`` (``?namespace=``). The SQLite file may be the task store's."""
-    parts = urlsplit(url)
-    scheme = parts.scheme.lower()
-    if scheme == "memory":
-        return InMemoryPushStore()
-    if scheme == "sqlite":
-        from .sqlite import SQLitePushStore
-
-        if parts.netloc or len(parts.path) < 2:
-            raise ValueError(f"{url!r}: write sqlite:///relative/path.db or sqlite:////absolute/path.db")
-        durability = parse_qs(parts.query).get("durability", ["normal"])[0]
-        if durability not in ("normal", "full"):
-            raise ValueError(f"{url!r}: durability must be normal or full, got {durability!r}")
-        return SQLitePushStore(parts.path[1:], durability="full" if durability == "full" else "normal")
-    if scheme in ("redis", "rediss"):
-        from .redis import RedisPushStore
-
-        ns = parse_qs(parts.query).get("namespace", [namespace])[0]
-        return RedisPushStore(url.split("?", 1)[0], namespace=ns)
-    raise ValueError(f"unknown store {url!r}: use memory:, sqlite:///path/to/tasks.db or redis://host:port/db")
-
-
-def push_store_for(task_store: TaskStore) -> PushStore:
-    """The push store that lives beside ``task_store``: the same SQLite file (own tables, own
-    connection), the same Redis (and connection pool, and namespace), or memory."""
-    from ..stores.redis import RedisTaskStore
-    from ..stores.sqlite import SQLiteTaskStore
-
-    if isinstance(task_store, SQLiteTaskStore):
-        from .sqlite import SQLitePushStore
-
-        return SQLitePushStore(task_store.path, durability=task_store.durability)
-    if isinstance(task_store, RedisTaskStore):
-        from .redis import RedisPushStore
-
-        return RedisPushStore(client=task_store.redis, namespace=task_store.ns)
-    return InMemoryPushStore()

@@ -26,6 +26,8 @@ import redis.asyncio as aioredis
 
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
+from ..backend import Backend, BackendURL
+from ..push.redis import RedisPushStore
 from ..store import (
     ACTIVE_STATES,
     IdempotencyRecord,
@@ -37,8 +39,10 @@ from ..store import (
     encode_cursor,
     matches,
 )
+from .redis_bus import RedisEventBus
+from .redis_coordination import RedisCoordination
 
-__all__ = ["RedisTaskStore"]
+__all__ = ["RedisTaskStore", "open_redis_backend"]
 
 # KEYS: task hash, index key. ARGV: owner, tenant, context, state, ts, last_seq, body, id.
 _SAVE = """
@@ -193,3 +197,17 @@ class RedisTaskStore(TaskStore):
 
     async def close(self) -> None:
         await self.redis.aclose()
+
+
+def open_redis_backend(url: BackendURL) -> Backend:
+    """``redis://host:port/db`` (``rediss://`` for TLS), ``?namespace=``: tasks, event streams,
+    push configs and the replicas' coordination in one Redis, over one connection pool, every
+    key under the namespace. Replicas given the same URL behave as one service."""
+    namespace = url.option("namespace", url.namespace)
+    tasks = RedisTaskStore(url.without_query(), namespace=namespace)
+    return Backend(
+        tasks,
+        RedisEventBus(tasks.redis, namespace=namespace),
+        RedisPushStore(client=tasks.redis, namespace=namespace),
+        RedisCoordination(tasks.redis, namespace=namespace),
+    )

@@ -18,6 +18,8 @@ from typing import Any, Literal, TypeVar
 from ...errors import A2AError
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
+from ..backend import Backend, BackendURL
+from ..push.sqlite import SQLitePushStore
 from ..store import (
     ACTIVE_STATES,
     IdempotencyRecord,
@@ -30,7 +32,7 @@ from ..store import (
 )
 from .sqlite_worker import SQLiteWorker
 
-__all__ = ["SQLiteTaskStore", "StoreInUseError"]
+__all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
 
 
 class StoreInUseError(A2AError):
@@ -225,3 +227,17 @@ class SQLiteTaskStore(TaskStore):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def open_sqlite_backend(url: BackendURL) -> Backend:
+    """``sqlite:///relative/tasks.db`` or ``sqlite:////absolute/tasks.db`` (SQLAlchemy's
+    convention: exactly one slash is dropped), ``?durability=full``: tasks and push configs in
+    that file (own tables, own connections); events in memory (one process serves the file)."""
+    if url.netloc or len(url.path) < 2:
+        raise url.error("write sqlite:///relative/path.db or sqlite:////absolute/path.db")
+    durability = url.option("durability", "normal")
+    if durability not in ("normal", "full"):
+        raise url.error(f"durability must be normal or full, got {durability!r}")
+    level: Literal["normal", "full"] = "full" if durability == "full" else "normal"
+    tasks = SQLiteTaskStore(url.path[1:], durability=level, exclusive=url.exclusive)
+    return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level))

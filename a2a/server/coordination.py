@@ -1,0 +1,84 @@
+"""What the processes serving one agent tell each other: cancel requests, leases, recovery.
+
+A task runs in the process that accepted its message. When several replicas share a backend,
+a ``CancelTask`` may arrive at another replica, and a replica may die with tasks running; a
+``Coordination`` carries those facts between them:
+
+- ``request_cancel``: ask whichever process runs a task to cancel it;
+- ``run_started`` / ``run_finished``: this process holds (gives back) the task's lease;
+- ``is_running_elsewhere``: another live process holds the task's lease;
+- ``start(cancel=..., recover=...)``: listen for cancel requests, and look now and then for
+  tasks whose process died (``recover`` marks them FAILED).
+
+``SingleProcessCoordination`` is the one-process case: there is nobody to tell, so it does
+nothing, and a task is never running elsewhere. ``RedisCoordination`` (in
+``stores/redis_coordination``) serves replicas sharing one Redis. The request handler calls the
+same methods in both cases, and never asks which one it has.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Awaitable, Callable
+
+__all__ = ["RECOVERY_SWEEP_SECONDS", "CancelHandler", "Coordination", "RecoverHandler", "SingleProcessCoordination"]
+
+#: How often a replica looks for tasks whose replica died.
+RECOVERY_SWEEP_SECONDS = 30.0
+
+#: Cancel ``task_id`` if this process runs it.
+CancelHandler = Callable[[str], Awaitable[None]]
+#: Mark FAILED the unfinished tasks no live process runs; returns how many.
+RecoverHandler = Callable[[], Awaitable[int]]
+
+
+class Coordination(abc.ABC):
+    @abc.abstractmethod
+    async def start(self, *, cancel: CancelHandler, recover: RecoverHandler) -> None:
+        """Start listening: ``cancel`` is called when another process asks to cancel a task,
+        ``recover`` now and then while other processes may die (not at once: the handler
+        recovers once itself before serving)."""
+
+    @abc.abstractmethod
+    def run_started(self, task_id: str) -> None:
+        """This process now runs ``task_id``. Not a coroutine: it is on every run's path, and
+        what a shared coordination writes for it is written in the background."""
+
+    @abc.abstractmethod
+    def run_finished(self, task_id: str) -> None:
+        """This process no longer runs ``task_id``."""
+
+    @abc.abstractmethod
+    async def request_cancel(self, task_id: str) -> bool:
+        """Ask whichever other process runs ``task_id`` to cancel it. ``False``: there is no
+        other process to ask (the caller cancels the task itself at once)."""
+
+    @abc.abstractmethod
+    async def is_running_elsewhere(self, task_id: str) -> bool:
+        """Whether another live process runs ``task_id``."""
+
+    @abc.abstractmethod
+    async def close(self) -> None:
+        """Stop listening (leases this process holds lapse on their own)."""
+
+
+class SingleProcessCoordination(Coordination):
+    """One process serves the agent: every task runs here, so there is nothing to tell."""
+
+    async def start(self, *, cancel: CancelHandler, recover: RecoverHandler) -> None:
+        return None
+
+    def run_started(self, task_id: str) -> None:
+        return None
+
+    def run_finished(self, task_id: str) -> None:
+        return None
+
+    async def request_cancel(self, task_id: str) -> bool:
+        return False
+
+    async def is_running_elsewhere(self, task_id: str) -> bool:
+        return False
+
+    async def close(self) -> None:
+        return None
