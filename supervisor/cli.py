@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 # Only what building the parser needs is imported here: the a2a command imports this module for
 # every invocation, and LangGraph is loaded only when a run starts.
+from .strategy import STRATEGIES
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
@@ -56,7 +58,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", help="the id of a new run (default: a random one)")
     parser.add_argument("--mode", choices=["plan_upfront", "conversational"], help="override supervisor.mode")
     parser.add_argument(
-        "--strategy", choices=["sequential", "parallel", "adaptive"], help="override supervisor.strategy"
+        "--strategy",
+        choices=list(STRATEGIES),
+        help="override supervisor.strategy: " + "; ".join(f"{s.name}: {s.summary}" for s in STRATEGIES.values()),
     )
     parser.add_argument("--max-concurrency", type=int, metavar="N", help="override supervisor.max_concurrency")
     parser.add_argument("--offline", action="store_true", help="use the offline planner even if a model is set")

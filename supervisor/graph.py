@@ -253,7 +253,7 @@ async def plan(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
         planned = plan_offline(state["objective"], rt.registry, strategy=rt.strategy)
         changed = {i["id"]: i for i in planned}
     merged = _acyclic({**existing, **changed})
-    if rt.strategy == "parallel":
+    if not rt.strategy.follows_dependencies:
         merged = {k: {**v, "depends_on": []} for k, v in merged.items()}
     update_items = {k: v for k, v in merged.items() if k in changed or existing.get(k) != v}
     _plan_event(rt, list(merged.values()), "re-plan" if replanning else "model plan")
@@ -306,19 +306,18 @@ def _ready(rt: RunContext, items: dict[str, Item]) -> list[Item]:
     pending = [i for i in items.values() if i["status"] == "pending"]
     if rt.mode == "conversational":
         return [i for i in pending if i["tool_call_id"]]
-    if rt.strategy == "parallel":
+    if not rt.strategy.follows_dependencies:
         return pending
     return [i for i in pending if all(items[d]["status"] == "done" for d in i["depends_on"] if d in items)]
 
 
 def _capacity(rt: RunContext) -> int:
-    cap = 1 if rt.strategy == "sequential" else rt.settings.max_concurrency
-    return max(0, cap - rt.delegator.in_flight)
+    return max(0, rt.strategy.capacity(rt.settings.max_concurrency) - rt.delegator.in_flight)
 
 
 def _skip_blocked(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
     """Pending items whose dependency failed (or was skipped) will never run: skip them."""
-    if rt.strategy == "parallel" or rt.mode == "conversational":
+    if not rt.strategy.follows_dependencies or rt.mode == "conversational":
         return
     progress = True
     while progress:

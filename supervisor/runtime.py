@@ -21,6 +21,7 @@ from .delegation import Delegator
 from .model import ModelHandle, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
+from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
 __all__ = ["RunCanceled", "RunContext", "budget_exhausted"]
@@ -58,8 +59,8 @@ class RunContext:
         return str(self.config.supervisor.mode)
 
     @property
-    def strategy(self) -> str:
-        return str(self.config.supervisor.strategy)
+    def strategy(self) -> Strategy:
+        return strategy_named(self.config.supervisor.strategy)
 
     @property
     def use_model_reflection(self) -> bool:
