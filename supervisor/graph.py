@@ -36,6 +36,7 @@ from pydantic import ValidationError
 
 from . import events as ev
 from .delegation import ItemDone, Job, RecordUpdate, outcome_of
+from .delegation_record import Delegation, DelegationData, delegations_in
 from .model import (
     CONVERSE_SYSTEM,
     PLAN_SYSTEM,
@@ -54,7 +55,7 @@ from .model import (
 from .offline import assemble, plan_offline
 from .quoting import quote, quote_json
 from .runtime import RunCanceled, RunContext, budget_exhausted, totals
-from .state import ACTIVE_DELEGATION_STATES, FINAL_ITEM_STATES, DelegationRecord, Item, SupervisorState, new_item
+from .state import FINAL_ITEM_STATES, Item, SupervisorState, new_item
 from .tokens import ContextBudgetError, ContextPiece, build_delegation_text
 
 __all__ = ["build_graph", "context_of", "set_fallback_context"]
@@ -335,10 +336,10 @@ def _skip_blocked(rt: RunContext, items: dict[str, Item], changed: dict[str, Ite
                 progress = True
 
 
-def _latest_record(state: SupervisorState, item: Item) -> DelegationRecord | None:
+def _latest_record(state: SupervisorState, item: Item) -> Delegation | None:
     prefix = f"{item['id']}.{item['dispatches']}."
-    mine = [r for r in (state.get("delegations") or {}).values() if r["id"].startswith(prefix)]
-    return max(mine, key=lambda r: int(r["id"].rsplit(".", 1)[1])) if mine else None
+    mine = [r for r in delegations_in(state) if r.id.startswith(prefix)]
+    return max(mine, key=lambda r: r.hop) if mine else None
 
 
 def _delegation_text(rt: RunContext, item: Item, items: dict[str, Item]) -> str:
@@ -378,19 +379,19 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     """Start (or, after a restart, pick up again) the delegation of one item."""
     resumed = item["status"] == "running"
     record = _latest_record(state, item) if resumed else None
-    if record is not None and record["state"] not in ACTIVE_DELEGATION_STATES:
+    if record is not None and not record.active:
         # It finished before the restart, but the item never heard: use the outcome, send nothing.
         rt.delegator.updates.put_nowait(ItemDone(item["id"], outcome_of(record)))
         return item
-    agent, skill = (record["agent"], record["skill"]) if record else _route(rt, item)
+    agent, skill = (record.agent, record.skill) if record else _route(rt, item)
     if agent is None:
         return _fail(rt, item, "no available agent offers a matching skill")
     dispatch = item["dispatches"] if resumed else item["dispatches"] + 1
     try:
-        text = record["text"] if record else _delegation_text(rt, item, items)
+        text = record.text if record else _delegation_text(rt, item, items)
     except ContextBudgetError as exc:
         return _fail(rt, item, str(exc))
-    resume = record if record is not None and record["state"] in ACTIVE_DELEGATION_STATES else None
+    resume = record if record is not None and record.active else None
     rt.delegator.start(
         Job(
             item["id"],
@@ -398,7 +399,7 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
             agent,
             skill,
             text,
-            record["arguments"] if record else item["arguments"],
+            record.arguments if record else item["arguments"],
             dispatch,
             resume,
         )
@@ -415,16 +416,16 @@ def _apply_updates(
     updates: Sequence[Any],
     items: dict[str, Item],
     changed: dict[str, Item],
-    records: dict[str, DelegationRecord],
+    records: dict[str, DelegationData],
     variables: dict[str, Any],
 ) -> None:
     for update in updates:
         if isinstance(update, RecordUpdate):
             record = update.record
-            records[record["id"]] = record
-            item = changed.get(record["item_id"]) or items.get(record["item_id"])
-            if item is not None and record["id"] not in item["delegations"]:
-                item = {**item, "delegations": [*item["delegations"], record["id"]]}
+            records[record.id] = record.as_state()
+            item = changed.get(record.item_id) or items.get(record.item_id)
+            if item is not None and record.id not in item["delegations"]:
+                item = {**item, "delegations": [*item["delegations"], record.id]}
                 items[item["id"]] = changed[item["id"]] = item
         elif isinstance(update, ItemDone):
             item = changed.get(update.item_id) or items.get(update.item_id)
@@ -453,7 +454,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     rt = context_of(runtime)
     items = _items(state)
     changed: dict[str, Item] = {}
-    records: dict[str, DelegationRecord] = {}
+    records: dict[str, DelegationData] = {}
     variables: dict[str, Any] = {}
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
     if stop is None:
@@ -500,9 +501,9 @@ def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
 # ---- reflect -----------------------------------------------------------------------------------
 
 
-def _rule_verdict(item: Item, record: DelegationRecord | None) -> tuple[str, str, str | None]:
+def _rule_verdict(item: Item, record: Delegation | None) -> tuple[str, str, str | None]:
     """Fixed rules: accept a non-empty completed result; retry a failed or empty one once; else give up."""
-    state = record["state"] if record else ""
+    state = record.state if record else ""
     if state == "completed" and (item["result"] or "").strip():
         return "accept", "completed", None
     retryable = state in ("completed", "failed", "rejected")
@@ -574,7 +575,8 @@ async def reflect(state: SupervisorState, runtime: Runtime[RunContext]) -> Updat
     replan = False
     for item in review:
         chosen = verdicts.get(item["id"])
-        record = records.get(item["delegations"][-1]) if item["delegations"] else None
+        data = records.get(item["delegations"][-1]) if item["delegations"] else None
+        record = Delegation.from_state(data) if data else None
         verdict: str
         if chosen is not None:
             verdict, reason, instruction = chosen.verdict, chosen.reason, chosen.instruction

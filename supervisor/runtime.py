@@ -18,6 +18,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from . import events as ev
 from .config import SupervisorConfig
 from .delegation import Delegator
+from .delegation_record import delegations_in
 from .model import ModelHandle, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
@@ -118,13 +119,13 @@ class RunContext:
 def totals(state: SupervisorState) -> dict[str, float]:
     """Tokens, cost and steps used so far: the model's plus what the agents reported."""
     usage = state.get("usage") or new_usage()
-    records = (state.get("delegations") or {}).values()
-    agent_in = sum(r["input_tokens"] for r in records)
-    agent_out = sum(r["output_tokens"] for r in records)
+    records = delegations_in(state)
+    agent_in = sum(r.input_tokens for r in records)
+    agent_out = sum(r.output_tokens for r in records)
     return {
         "tokens": usage["model_input_tokens"] + usage["model_output_tokens"] + agent_in + agent_out,
-        "cost_usd": usage["model_cost_usd"] + sum(r["cost_usd"] for r in records),
-        "steps": usage["model_calls"] + len(state.get("delegations") or {}),
+        "cost_usd": usage["model_cost_usd"] + sum(r.cost_usd for r in records),
+        "steps": usage["model_calls"] + len(records),
     }
 
 

@@ -45,12 +45,12 @@ from .config import (
     validation_issues,
 )
 from .delegation import Delegator
+from .delegation_record import delegations_in
 from .graph import build_graph
 from .model import ModelHandle, open_model
 from .registry import Registry
 from .result import RunResult, result_from_state
 from .runtime import RunContext
-from .state import ACTIVE_DELEGATION_STATES
 from .tokens import TokenCounter, estimate_tokens
 
 __all__ = ["RunExistsError", "RunNotFoundError", "Supervisor"]
@@ -438,11 +438,7 @@ class Supervisor:
     @staticmethod
     def _report_checkpoint(rt: RunContext, state: dict[str, Any], before: dict[str, str] | None) -> dict[str, str]:
         """With ``durability="sync"`` the state yielded is saved: say which remote tasks it holds."""
-        tasks = {
-            r["id"]: r["task_id"]
-            for r in (state.get("delegations") or {}).values()
-            if r["task_id"] and r["state"] in ACTIVE_DELEGATION_STATES
-        }
+        tasks = {r.id: r.task_id for r in delegations_in(state) if r.task_id and r.active}
         if tasks != before:
             rt.emit(ev.CheckpointSaved(run_id=rt.run_id, tasks=tasks))
         return tasks
