@@ -48,6 +48,7 @@ from .delegation import Delegator
 from .delegation_record import delegations_in
 from .graph import build_graph
 from .model import ModelHandle, open_model
+from .nodes.discover import report_agents
 from .registry import Registry
 from .result import RunResult, result_from_state
 from .runtime import RunContext
@@ -444,18 +445,7 @@ class Supervisor:
         return tasks
 
     async def _rediscover(self, rt: RunContext) -> None:
-        for entry in await self.registry.discover():
-            rt.emit(
-                ev.AgentStatus(
-                    run_id=rt.run_id,
-                    agent=entry.name,
-                    status=entry.status,
-                    transport=entry.transport,
-                    skills=[s.id for s in entry.skills],
-                    required=entry.config.required,
-                    error=entry.error,
-                )
-            )
+        report_agents(rt, await self.registry.discover())
 
     # ---- LangGraph Studio ----------------------------------------------------------------
 
