@@ -473,7 +473,7 @@ class Delegator:
             if record.state == "auth_required":
                 return
             if record.state == "input_required":
-                answer = await self._ask(entry, record)
+                answer = await self._ask(record)
                 if answer is None:
                     return
                 record.turn += 1
@@ -661,20 +661,12 @@ class Delegator:
 
     # ---- endings -----------------------------------------------------------------------
 
-    async def _ask(self, entry: AgentEntry, record: Delegation) -> str | None:
+    async def _ask(self, record: Delegation) -> str | None:
         if not self.interactive:
             return None
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._answers[record.id] = future
-        self.emit(
-            ev.InputRequested(
-                run_id=self.run_id,
-                delegation_id=record.id,
-                item_id=record.item_id,
-                agent=entry.name,
-                question=record.status_text or "(the agent asks for more input)",
-            )
-        )
+        self.emit(record.question_event(self.run_id))
         try:
             return await future
         finally:

@@ -6,8 +6,8 @@ view of it:
 - the graph's state keeps ``as_state()`` (plain JSON-like values, so every checkpointer can
   store it) and reads it back with ``from_state()`` / ``delegations_in(state)``;
 - ``RunResult.delegations`` lists the records themselves;
-- the progress events are ``started_event()``, ``progress_event()``, ``retrying_event()`` and
-  ``finished_event()``.
+- the progress events are ``started_event()``, ``progress_event()``, ``retrying_event()``,
+  ``question_event()`` and ``finished_event()``.
 """
 
 from __future__ import annotations
@@ -123,6 +123,16 @@ class Delegation:
             attempt=self.attempts,
             error=str(error),
             delay=delay,
+        )
+
+    def question_event(self, run_id: str) -> ev.InputRequested:
+        """The agent's question (its status text) for the user; ``Supervisor.answer`` takes the reply."""
+        return ev.InputRequested(
+            run_id=run_id,
+            delegation_id=self.id,
+            item_id=self.item_id,
+            agent=self.agent,
+            question=self.status_text or "(the agent asks for more input)",
         )
 
     def finished_event(self, run_id: str) -> ev.DelegationFinished:
