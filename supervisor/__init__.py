@@ -35,46 +35,24 @@ if TYPE_CHECKING:
         load_config,
         parse_config,
     )
-    from .result import AgentMetrics, Delegation, RunMetrics, RunResult, TodoItem
+    from .delegation_record import Delegation
+    from .result import AgentMetrics, RunMetrics, RunResult, TodoItem
     from .supervisor import RunExistsError, RunNotFoundError, Supervisor
 
-#: Where each public name lives. Imported on first use, so that ``import supervisor.cli`` (which
-#: the ``a2a`` command does for every invocation) stays fast: LangGraph loads only for a run.
-_WHERE = {
-    "events": "",
-    **dict.fromkeys(
-        [
-            "A2ADefaults",
-            "AgentConfig",
-            "AuthConfig",
-            "BreakerConfig",
-            "BudgetConfig",
-            "CheckpointConfig",
-            "ConfigError",
-            "ConfigIssue",
-            "ContextConfig",
-            "ModelConfig",
-            "RetryConfig",
-            "SkillConfig",
-            "SupervisorConfig",
-            "SupervisorSettings",
-            "load_config",
-            "parse_config",
-        ],
-        ".config",
-    ),
-    **dict.fromkeys(["AgentMetrics", "Delegation", "RunMetrics", "RunResult", "TodoItem"], ".result"),
-    **dict.fromkeys(["RunExistsError", "RunNotFoundError", "Supervisor"], ".supervisor"),
-}
+#: The modules that define the public names, searched in this order. Each is imported on first
+#: use, so that ``import supervisor.cli`` (which the ``a2a`` command does for every invocation)
+#: stays fast: LangGraph loads only for a run.
+_MODULES = (".config", ".delegation_record", ".result", ".supervisor")
 
 
 def __getattr__(name: str) -> Any:
-    where = _WHERE.get(name)
-    if where is None:
+    if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = importlib.import_module(f".{name}" if where == "" else where, __name__)
-    if where:
-        value = getattr(value, name)
+    if name == "events":
+        value: Any = importlib.import_module(".events", __name__)
+    else:
+        modules = (importlib.import_module(m, __name__) for m in _MODULES)
+        value = next(getattr(m, name) for m in modules if name in m.__all__)
     globals()[name] = value
     return value
 

@@ -21,11 +21,13 @@ import asyncio
 import contextlib
 import signal
 import sys
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 # Only what building the parser needs is imported here: the a2a command imports this module for
 # every invocation, and LangGraph is loaded only when a run starts.
+from .strategy import STRATEGIES
+
 if TYPE_CHECKING:
     from rich.console import Console
     from rich.live import Live
@@ -34,7 +36,10 @@ if TYPE_CHECKING:
     from .config import SupervisorConfig
     from .supervisor import Supervisor
 
-__all__ = ["EXIT_CODES", "build_parser", "main", "register", "run"]
+__all__ = ["EXIT_CODES", "SubParsers", "build_parser", "main", "register", "run", "standalone_parser"]
+
+#: What ``register`` functions add their subcommand to (``a2a``'s subparsers).
+SubParsers: TypeAlias = "argparse._SubParsersAction[argparse.ArgumentParser]"
 
 #: Exit status by run status.
 EXIT_CODES = {"completed": 0, "partial": 1, "failed": 1, "canceled": 130}
@@ -56,7 +61,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--run-id", help="the id of a new run (default: a random one)")
     parser.add_argument("--mode", choices=["plan_upfront", "conversational"], help="override supervisor.mode")
     parser.add_argument(
-        "--strategy", choices=["sequential", "parallel", "adaptive"], help="override supervisor.strategy"
+        "--strategy",
+        choices=list(STRATEGIES),
+        help="override supervisor.strategy: " + "; ".join(f"{s.name}: {s.summary}" for s in STRATEGIES.values()),
     )
     parser.add_argument("--max-concurrency", type=int, metavar="N", help="override supervisor.max_concurrency")
     parser.add_argument("--offline", action="store_true", help="use the offline planner even if a model is set")
@@ -74,7 +81,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
-def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+def register(subparsers: SubParsers) -> None:
     """Add the ``supervise`` subcommand (``func=run``) to the ``a2a`` command."""
     parser = subparsers.add_parser(
         "supervise",
@@ -85,10 +92,15 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     parser.set_defaults(func=run)
 
 
-def build_parser() -> argparse.ArgumentParser:
+def standalone_parser(register: Callable[[SubParsers], None]) -> argparse.ArgumentParser:
+    """An ``a2a`` parser with the one subcommand that ``register`` adds (for ``python -m ...``)."""
     parser = argparse.ArgumentParser(prog="a2a")
     register(parser.add_subparsers(dest="command", required=True))
     return parser
+
+
+def build_parser() -> argparse.ArgumentParser:
+    return standalone_parser(register)
 
 
 def _config(args: argparse.Namespace) -> SupervisorConfig:

@@ -22,6 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from .strategy import DEFAULT_STRATEGY, strategy_named
+
 __all__ = [
     "A2ADefaults",
     "AgentConfig",
@@ -44,7 +46,6 @@ __all__ = [
 ]
 
 Mode = Literal["plan_upfront", "conversational"]
-Strategy = Literal["sequential", "parallel", "adaptive"]
 
 _ENV_REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
 _NAME = r"^[A-Za-z0-9][A-Za-z0-9_.\-]*$"
@@ -297,7 +298,8 @@ class CheckpointConfig(_Model):
 
 class SupervisorSettings(_Model):
     mode: Mode = "plan_upfront"
-    strategy: Strategy = "adaptive"
+    #: A name from ``supervisor.strategy.STRATEGIES``: sequential, parallel or adaptive.
+    strategy: str = DEFAULT_STRATEGY
     model: ModelConfig | None = None
     #: Ignore any model (configured or from the environment) and use the offline planner.
     offline: bool = False
@@ -320,6 +322,11 @@ class SupervisorSettings(_Model):
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).
     interactive: bool | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)
+
+    @field_validator("strategy")
+    @classmethod
+    def _known_strategy(cls, value: str) -> str:
+        return strategy_named(value).name
 
 
 class SupervisorConfig(_Model):

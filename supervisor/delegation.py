@@ -26,7 +26,7 @@ For each item the ``Delegator`` runs one asyncio task (the pool of the delegate 
    for its remote task (learning the task id from the agent if the first event had not arrived
    yet) and keeps what it had received as a partial result.
 
-Each delegation is recorded (``DelegationRecord``): duration, attempts, events received, and
+Each delegation is recorded (``supervisor.delegation_record.Delegation``): duration, attempts, events received, and
 the token use and cost that the agent reports in the task's ``a2a-net/usage`` metadata.
 """
 
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -60,8 +61,8 @@ from a2a.types import (
 )
 
 from . import events as ev
+from .delegation_record import Delegation
 from .registry import AgentEntry, Registry, SupervisorRetryPolicy
-from .state import DelegationRecord
 
 __all__ = ["Delegator", "ItemDone", "Job", "Outcome", "RecordUpdate", "message_id_for", "outcome_of"]
 
@@ -102,7 +103,7 @@ class Job:
     arguments: dict[str, Any] | None
     dispatch: int
     #: A delegation of this item that a resumed run finds unfinished: follow it, do not resend.
-    resume: DelegationRecord | None = None
+    resume: Delegation | None = None
 
 
 @dataclass
@@ -121,7 +122,7 @@ class Outcome:
 class RecordUpdate:
     """A delegation changed in a way worth a checkpoint (its task id is known, or it ended)."""
 
-    record: DelegationRecord
+    record: Delegation
 
 
 @dataclass
@@ -185,18 +186,18 @@ def _merge_artifact(artifacts: list[dict[str, Any]], update: TaskArtifactUpdateE
     return merged
 
 
-def _result_of(record: DelegationRecord) -> tuple[str | None, Any]:
+def _result_of(record: Delegation) -> tuple[str | None, Any]:
     """The text and data an agent returned: its artifacts, else (for a completed task) its last
     status message. An unfinished delegation's result is what it had streamed so far."""
     texts: list[str] = []
     data: list[Any] = []
-    for artifact in record["artifacts"]:
+    for artifact in record.artifacts:
         parts = msgspec.convert(artifact.get("parts", []), list[Part])
         t, d = _collect(parts)
         texts.extend(t)
         data.extend(d)
-    if not texts and not data and record["status_text"] and record["state"] == "completed":
-        texts.append(record["status_text"])
+    if not texts and not data and record.status_text and record.state == "completed":
+        texts.append(record.status_text)
     text = "\n".join(texts) if texts else None
     value = data[0] if len(data) == 1 else (data or None)
     if text is None and value is not None:
@@ -204,14 +205,14 @@ def _result_of(record: DelegationRecord) -> tuple[str | None, Any]:
     return text, value
 
 
-def _usage(record: DelegationRecord, metadata: dict[str, Any] | None) -> None:
+def _usage(record: Delegation, metadata: dict[str, Any] | None) -> None:
     usage = (metadata or {}).get(USAGE_KEY)
     if not isinstance(usage, dict):
         return
     # The agent reports totals for its task: take the latest figures, do not add them up.
-    record["input_tokens"] = int(usage.get("inputTokens") or 0)
-    record["output_tokens"] = int(usage.get("outputTokens") or 0)
-    record["cost_usd"] = float(usage.get("costUsd") or 0.0)
+    record.input_tokens = int(usage.get("inputTokens") or 0)
+    record.output_tokens = int(usage.get("outputTokens") or 0)
+    record.cost_usd = float(usage.get("costUsd") or 0.0)
 
 
 class Delegator:
@@ -238,14 +239,14 @@ class Delegator:
         #: Every item this process has started (a "running" item not in here was started by a
         #: process that died: the resumed run must pick it up).
         self.started_items: set[str] = set()
-        self.records: dict[str, DelegationRecord] = {}
+        self.records: dict[str, Delegation] = {}
         self._answers: dict[str, asyncio.Future[str | None]] = {}
         #: Delegations whose final Task (metadata, all artifacts) has been seen.
         self._final_seen: set[str] = set()
         #: The id of each delegation's latest status message (to tell a new question from an old one).
         self._status_message: dict[str, str] = {}
         #: The delegation each item is on now.
-        self._current: dict[str, DelegationRecord] = {}
+        self._current: dict[str, Delegation] = {}
         self.canceling = False
 
     # ---- the pool ----------------------------------------------------------------------
@@ -329,7 +330,7 @@ class Delegator:
         tried: list[str] = []
         agent, failover_from = job.agent, None
         record = job.resume
-        hop = int(record["id"].rsplit(".", 1)[-1]) if record else 0
+        hop = record.hop if record else 0
         while True:
             entry = self.registry.get(agent)
             problem = self._unusable(entry, agent)
@@ -339,10 +340,10 @@ class Delegator:
                 self._current[job.item_id] = record
                 outcome = await self._delegate(entry, job, record)
                 if not self._failover_worthy(record):
-                    if record["state"] not in ("refused",):
+                    if record.state not in ("refused",):
                         entry.breaker.record_success()
                     return outcome
-                problem = record["error"] or record["state"]
+                problem = record.error or record.state
                 if entry.breaker.record_failure():
                     cb = self.registry.config.a2a.circuit_breaker
                     self.emit(
@@ -356,7 +357,7 @@ class Delegator:
             alternatives = self.registry.alternatives(job.skill, tried)
             if not alternatives:
                 error = problem if not tried[:-1] else f"{problem} (also tried: {', '.join(tried[:-1])})"
-                return Outcome("failed", agent, error=error, state=record["state"] if record else "error")
+                return Outcome("failed", agent, error=error, state=record.state if record else "error")
             self.emit(
                 ev.Failover(
                     run_id=self.run_id,
@@ -378,15 +379,15 @@ class Delegator:
         return None
 
     @staticmethod
-    def _failover_worthy(record: DelegationRecord) -> bool:
+    def _failover_worthy(record: Delegation) -> bool:
         """Failures of the agent or the way to it, as opposed to an answer (even a failed task)."""
-        return record["state"] in ("timeout", "error") or (
-            record["state"] == "canceled" and not (record["error"] or "").startswith("canceled by the supervisor")
+        return record.state in ("timeout", "error") or (
+            record.state == "canceled" and not (record.error or "").startswith("canceled by the supervisor")
         )
 
-    def _new_record(self, job: Job, entry: AgentEntry, hop: int, failover_from: str | None) -> DelegationRecord:
+    def _new_record(self, job: Job, entry: AgentEntry, hop: int, failover_from: str | None) -> Delegation:
         delegation_id = f"{job.item_id}.{job.dispatch}.{hop}"
-        return DelegationRecord(
+        return Delegation(
             id=delegation_id,
             item_id=job.item_id,
             agent=entry.name,
@@ -394,57 +395,26 @@ class Delegator:
             message_id=message_id_for(self.run_id, delegation_id, entry.name),
             text=job.text,
             arguments=job.arguments,
-            task_id=None,
-            context_id=None,
-            state="starting",
-            status_text=None,
-            started_at=time.time(),
-            ended_at=None,
-            duration=0.0,
-            attempts=0,
-            events=0,
-            input_tokens=0,
-            output_tokens=0,
-            cost_usd=0.0,
-            error=None,
             failover_from=failover_from,
-            result=None,
-            data=None,
-            artifacts=[],
-            turn=0,
         )
 
-    def _message(self, record: DelegationRecord) -> Message:
-        parts = [Part(text=record["text"])]
+    def _message(self, record: Delegation) -> Message:
+        parts = [Part(text=record.text)]
         metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1}
-        if record["skill"]:
-            metadata[SKILL_KEY] = record["skill"]
-            if record["arguments"] is not None:
+        if record.skill:
+            metadata[SKILL_KEY] = record.skill
+            if record.arguments is not None:
                 parts.append(
-                    Part(
-                        data={"tool": record["skill"], "arguments": record["arguments"]}, media_type="application/json"
-                    )
+                    Part(data={"tool": record.skill, "arguments": record.arguments}, media_type="application/json")
                 )
-        return Message(message_id=record["message_id"], role=Role.USER, parts=parts, metadata=metadata)
+        return Message(message_id=record.message_id, role=Role.USER, parts=parts, metadata=metadata)
 
     # ---- one delegation ------------------------------------------------------------------
 
-    async def _delegate(self, entry: AgentEntry, job: Job, record: DelegationRecord) -> Outcome:
-        resumed = record["state"] != "starting"
-        self.records[record["id"]] = record
-        self.emit(
-            ev.DelegationStarted(
-                run_id=self.run_id,
-                delegation_id=record["id"],
-                item_id=job.item_id,
-                agent=entry.name,
-                skill=record["skill"],
-                description=job.description,
-                message_id=record["message_id"],
-                failover_from=record["failover_from"],
-                reattached=resumed and record["task_id"] is not None,
-            )
-        )
+    async def _delegate(self, entry: AgentEntry, job: Job, record: Delegation) -> Outcome:
+        resumed = record.state != "starting"
+        self.records[record.id] = record
+        self.emit(record.started_event(self.run_id, job.description))
         hop = self.depth + 1
         if hop > self.max_depth:
             self._finish(
@@ -457,7 +427,7 @@ class Delegator:
             )
             return outcome_of(record)
         message = self._message(record)
-        send = _Send(None if resumed and record["task_id"] else message)
+        send = _Send(None if resumed and record.task_id else message)
         try:
             async with asyncio.timeout(entry.timeout):
                 await self._follow(entry, record, send, message)
@@ -474,90 +444,80 @@ class Delegator:
             self._finish_from_state(record)
         return outcome_of(record)
 
-    async def _follow(self, entry: AgentEntry, record: DelegationRecord, send: _Send, original: Message) -> None:
+    async def _follow(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
         """Send (or reattach), retrying per policy, until the task ends or needs something."""
         policy = entry.retry
         if policy.budget is not None:
             policy.budget.on_call()
         failures = 0
         while True:
-            record["attempts"] += 1
-            send.events_before = record["events"]
+            record.attempts += 1
+            send.events_before = record.events
             try:
                 await self._attempt(entry, record, send, original)
             except asyncio.CancelledError:
                 raise
             except Exception as exc:
-                failures = 0 if record["events"] > send.events_before else failures
+                failures = 0 if record.events > send.events_before else failures
                 failures += 1
                 delay = self._retry_delay(policy, exc, failures)
                 if delay is None:
                     raise
-                self.emit(
-                    ev.DelegationRetrying(
-                        run_id=self.run_id,
-                        delegation_id=record["id"],
-                        item_id=record["item_id"],
-                        agent=entry.name,
-                        attempt=record["attempts"],
-                        error=str(exc),
-                        delay=delay,
-                    )
-                )
+                self.emit(record.retrying_event(self.run_id, exc, delay))
                 await asyncio.sleep(delay)  # the policy's backoff, not a synchronisation
                 continue
-            if record["state"] in _FINAL:
+            if record.state in _FINAL:
                 return
             if self._stale(record, send):
                 continue  # the agent has not taken the answer up yet: follow the task again
-            if record["state"] == "auth_required":
+            if record.state == "auth_required":
                 return
-            if record["state"] == "input_required":
-                answer = await self._ask(entry, record)
+            if record.state == "input_required":
+                answer = await self._ask(record)
                 if answer is None:
                     return
-                record["turn"] += 1
+                record.turn += 1
                 send.message = Message(
-                    message_id=message_id_for(self.run_id, record["id"], entry.name, record["turn"]),
+                    message_id=message_id_for(self.run_id, record.id, entry.name, record.turn),
                     role=original.role,
                     parts=[Part(text=answer)],
-                    task_id=record["task_id"],
-                    context_id=record["context_id"],
+                    task_id=record.task_id,
+                    context_id=record.context_id,
                     metadata=original.metadata,
                 )
-                send.stale_question = self._status_message.get(record["id"])
+                send.stale_question = self._status_message.get(record.id)
                 continue
             failures += 1  # the stream ended before the task did: pick it up again by its id
             delay = self._retry_delay(policy, TransportError("stream ended early", retryable=True), failures)
             if delay is None:
-                raise TransportError(f"{entry.name} keeps closing the stream before task {record['task_id']} ends")
+                raise TransportError(f"{entry.name} keeps closing the stream before task {record.task_id} ends")
             await asyncio.sleep(delay)
 
-    def _stale(self, record: DelegationRecord, send: _Send) -> bool:
+    def _stale(self, record: Delegation, send: _Send) -> bool:
         """The task still shows the question that was already answered."""
         return (
             send.stale_question is not None
-            and record["state"] in ("input_required", "auth_required")
-            and self._status_message.get(record["id"]) == send.stale_question
+            and record.state in ("input_required", "auth_required")
+            and self._status_message.get(record.id) == send.stale_question
         )
 
-    async def _attempt(self, entry: AgentEntry, record: DelegationRecord, send: _Send, original: Message) -> None:
+    async def _attempt(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
         assert entry.client is not None
-        if send.message is None and record["task_id"]:
+        if send.message is None and record.task_id:
             try:
                 await self._reattach(entry, record, send)
                 return
             except TaskNotFoundError:
                 # The agent no longer knows the task (it restarted): the work was lost, send it again.
-                log.warning("task %s is gone from %s; sending the message again", record["task_id"], entry.name)
-                record["task_id"] = None
+                log.warning("task %s is gone from %s; sending the message again", record.task_id, entry.name)
+                record.task_id = None
                 send.message = original
         message = send.message or original
         if entry.streaming:
             await self._consume(entry, record, entry.client.stream(message), send)
         else:
             await self._poll(entry, record, message, send)
-        if record["state"] in _FINAL and record["task_id"] and record["id"] not in self._final_seen:
+        if record.state in _FINAL and record.task_id and record.id not in self._final_seen:
             await self._final_task(entry, record)
 
     @staticmethod
@@ -574,15 +534,15 @@ class Delegator:
         return delay
 
     async def _consume(
-        self, entry: AgentEntry, record: DelegationRecord, events: AsyncIterator[StreamResponse], send: _Send
+        self, entry: AgentEntry, record: Delegation, events: AsyncIterator[StreamResponse], send: _Send
     ) -> None:
         async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
             async for event in stream:
                 send.message = None  # the agent has the message: from now on, follow the task
                 self._apply(record, event)
-                self._progress(entry, record)
-                if record["state"] in _FINAL or (
-                    record["state"] in ("input_required", "auth_required") and not self._stale(record, send)
+                self._progress(record)
+                if record.state in _FINAL or (
+                    record.state in ("input_required", "auth_required") and not self._stale(record, send)
                 ):
                     await self._drain(stream)
                     return
@@ -596,7 +556,7 @@ class Delegator:
                 async for _ in stream:
                     pass
 
-    async def _poll(self, entry: AgentEntry, record: DelegationRecord, message: Message, send: _Send) -> None:
+    async def _poll(self, entry: AgentEntry, record: Delegation, message: Message, send: _Send) -> None:
         assert entry.client is not None
         if send.message is not None:
             answer = await entry.client.send(message, return_immediately=True)
@@ -604,201 +564,166 @@ class Delegator:
             self._apply(
                 record, StreamResponse(message=answer) if isinstance(answer, Message) else StreamResponse(task=answer)
             )
-            self._progress(entry, record)
+            self._progress(record)
         await self._poll_task(entry, record)
 
-    async def _poll_task(self, entry: AgentEntry, record: DelegationRecord) -> None:
+    async def _poll_task(self, entry: AgentEntry, record: Delegation) -> None:
         assert entry.client is not None
         interval = 0.05
-        while record["state"] not in _FINAL and record["state"] not in ("input_required", "auth_required"):
+        while record.state not in _FINAL and record.state not in ("input_required", "auth_required"):
             await asyncio.sleep(interval)  # polling an agent that cannot stream
             interval = min(interval * 2, 2.0)
-            task = await entry.client.get_task(record["task_id"] or "", history_length=0)
+            task = await entry.client.get_task(record.task_id or "", history_length=0)
             self._apply(record, StreamResponse(task=task))
-            self._progress(entry, record)
+            self._progress(record)
 
-    async def _reattach(self, entry: AgentEntry, record: DelegationRecord, send: _Send) -> None:
+    async def _reattach(self, entry: AgentEntry, record: Delegation, send: _Send) -> None:
         """Follow a task that exists already (resumed run, or a broken stream): GetTask, then subscribe."""
-        assert entry.client is not None and record["task_id"]
-        task = await entry.client.get_task(record["task_id"], history_length=0)
+        assert entry.client is not None and record.task_id
+        task = await entry.client.get_task(record.task_id, history_length=0)
         self._apply(record, StreamResponse(task=task))
         interval = 0.02
         while self._stale(record, send):  # an answer the agent has not taken up yet: it is on its way
             await asyncio.sleep(interval)
             interval = min(interval * 2, 1.0)
-            self._apply(record, StreamResponse(task=await entry.client.get_task(record["task_id"], history_length=0)))
-        self._progress(entry, record)
-        if record["state"] in _FINAL or record["state"] in ("input_required", "auth_required"):
+            self._apply(record, StreamResponse(task=await entry.client.get_task(record.task_id, history_length=0)))
+        self._progress(record)
+        if record.state in _FINAL or record.state in ("input_required", "auth_required"):
             return
         if entry.streaming:
-            await self._consume(entry, record, entry.client.subscribe(record["task_id"]), send)
+            await self._consume(entry, record, entry.client.subscribe(record.task_id), send)
         else:
             await self._poll_task(entry, record)
 
-    async def _final_task(self, entry: AgentEntry, record: DelegationRecord) -> None:
+    async def _final_task(self, entry: AgentEntry, record: Delegation) -> None:
         """The finished task once more: its metadata (token use) and all of its artifacts."""
-        assert entry.client is not None and record["task_id"]
+        assert entry.client is not None and record.task_id
         try:
-            task = await entry.client.get_task(record["task_id"], history_length=0)
+            task = await entry.client.get_task(record.task_id, history_length=0)
         except A2AError as exc:
-            log.info("could not read the final state of task %s at %s: %s", record["task_id"], entry.name, exc)
+            log.info("could not read the final state of task %s at %s: %s", record.task_id, entry.name, exc)
             return
         self._apply(record, StreamResponse(task=task), count=False)
 
     # ---- applying events ---------------------------------------------------------------
 
-    def _apply(self, record: DelegationRecord, event: StreamResponse, *, count: bool = True) -> None:
+    def _apply(self, record: Delegation, event: StreamResponse, *, count: bool = True) -> None:
         if count:
-            record["events"] += 1
+            record.events += 1
         payload = event.payload
-        known = record["task_id"]
+        known = record.task_id
         if isinstance(payload, Message):
             texts, data = _collect(payload.parts)
-            record["status_text"] = "\n".join(texts) or None
+            record.status_text = "\n".join(texts) or None
             if data:
-                record["artifacts"] = [
+                record.artifacts = [
                     {
                         "artifactId": "reply",
                         "name": "reply",
                         "parts": msgspec.to_builtins([p for p in payload.parts if p.data is not UNSET]),
                     }
                 ]
-            record["state"] = "completed"
+            record.state = "completed"
         elif isinstance(payload, Task):
             self._apply_task(record, payload)
         elif isinstance(payload, TaskStatusUpdateEvent):
-            record["task_id"] = record["task_id"] or payload.task_id
-            record["context_id"] = record["context_id"] or payload.context_id
+            record.task_id = record.task_id or payload.task_id
+            record.context_id = record.context_id or payload.context_id
             self._apply_status(record, payload.status.state, payload.status.message)
             _usage(record, payload.metadata)
         elif isinstance(payload, TaskArtifactUpdateEvent):
-            record["task_id"] = record["task_id"] or payload.task_id
-            record["context_id"] = record["context_id"] or payload.context_id
-            record["artifacts"] = _merge_artifact(record["artifacts"], payload)
-        if record["task_id"] and not known:
-            self.updates.put_nowait(RecordUpdate(dict(record)))  # type: ignore[arg-type]
+            record.task_id = record.task_id or payload.task_id
+            record.context_id = record.context_id or payload.context_id
+            record.artifacts = _merge_artifact(record.artifacts, payload)
+        if record.task_id and not known:
+            self.updates.put_nowait(RecordUpdate(dataclasses.replace(record)))
 
-    def _apply_task(self, record: DelegationRecord, task: Task) -> None:
-        record["task_id"] = task.id
-        record["context_id"] = task.context_id
+    def _apply_task(self, record: Delegation, task: Task) -> None:
+        record.task_id = task.id
+        record.context_id = task.context_id
         self._apply_status(record, task.status.state, task.status.message)
         if task.artifacts is not None:
-            record["artifacts"] = [_artifact_dict(a) for a in task.artifacts]
+            record.artifacts = [_artifact_dict(a) for a in task.artifacts]
         _usage(record, task.metadata)
-        if record["state"] in _FINAL:
-            self._final_seen.add(record["id"])
+        if record.state in _FINAL:
+            self._final_seen.add(record.id)
 
-    def _apply_status(self, record: DelegationRecord, state: TaskState, message: Message | None) -> None:
-        record["state"] = _STATE_NAMES.get(state, record["state"])
+    def _apply_status(self, record: Delegation, state: TaskState, message: Message | None) -> None:
+        record.state = _STATE_NAMES.get(state, record.state)
         if message is not None:
-            self._status_message[record["id"]] = message.message_id
+            self._status_message[record.id] = message.message_id
             texts, _ = _collect(message.parts)
             if texts:
-                record["status_text"] = "\n".join(texts)
+                record.status_text = "\n".join(texts)
 
-    def _progress(self, entry: AgentEntry, record: DelegationRecord) -> None:
-        self.emit(
-            ev.DelegationProgress(
-                run_id=self.run_id,
-                delegation_id=record["id"],
-                item_id=record["item_id"],
-                agent=entry.name,
-                state=record["state"],
-                task_id=record["task_id"],
-                text=record["status_text"],
-                events=record["events"],
-                attempts=record["attempts"],
-            )
-        )
+    def _progress(self, record: Delegation) -> None:
+        self.emit(record.progress_event(self.run_id))
 
     # ---- endings -----------------------------------------------------------------------
 
-    async def _ask(self, entry: AgentEntry, record: DelegationRecord) -> str | None:
+    async def _ask(self, record: Delegation) -> str | None:
         if not self.interactive:
             return None
         future: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
-        self._answers[record["id"]] = future
-        self.emit(
-            ev.InputRequested(
-                run_id=self.run_id,
-                delegation_id=record["id"],
-                item_id=record["item_id"],
-                agent=entry.name,
-                question=record["status_text"] or "(the agent asks for more input)",
-            )
-        )
+        self._answers[record.id] = future
+        self.emit(record.question_event(self.run_id))
         try:
             return await future
         finally:
-            self._answers.pop(record["id"], None)
+            self._answers.pop(record.id, None)
 
-    async def _cancel_remote(self, entry: AgentEntry, record: DelegationRecord, message: Message) -> None:
+    async def _cancel_remote(self, entry: AgentEntry, record: Delegation, message: Message) -> None:
         """CancelTask for the remote task (asking the agent for its id first if we never saw it)."""
-        if record["state"] in _FINAL or entry.client is None:
+        if record.state in _FINAL or entry.client is None:
             return
         client = entry.client
         try:
             async with asyncio.timeout(CANCEL_GRACE):
-                if record["task_id"] is None and record["attempts"] > 0:
+                if record.task_id is None and record.attempts > 0:
                     # The same messageId names the same task: the agent tells us its id.
                     answer = await client.send(message, return_immediately=True)
                     if isinstance(answer, Task):
                         self._apply_task(record, answer)
-                if record["task_id"] and record["state"] not in _FINAL:
-                    self._apply_task(record, await client.cancel_task(record["task_id"]))
+                if record.task_id and record.state not in _FINAL:
+                    self._apply_task(record, await client.cancel_task(record.task_id))
         except (A2AError, TimeoutError) as exc:
-            log.info("could not cancel task %s at %s: %s", record["task_id"], entry.name, exc)
+            log.info("could not cancel task %s at %s: %s", record.task_id, entry.name, exc)
 
-    def _finish_from_state(self, record: DelegationRecord) -> None:
-        state = record["state"]
+    def _finish_from_state(self, record: Delegation) -> None:
+        state = record.state
         if state == "completed":
             self._finish(record, "completed", None)
         elif state == "input_required":
-            question = record["status_text"] or "(no question given)"
+            question = record.status_text or "(no question given)"
             self._finish(
-                record, "input_required", f"{record['agent']} needs input, and this run is not interactive: {question}"
+                record, "input_required", f"{record.agent} needs input, and this run is not interactive: {question}"
             )
         elif state == "auth_required":
             self._finish(
                 record,
                 "auth_required",
-                f"{record['agent']} needs authentication: {record['status_text'] or '(no detail)'}",
+                f"{record.agent} needs authentication: {record.status_text or '(no detail)'}",
             )
         else:
-            self._finish(record, state, record["status_text"] or f"the task ended {state}")
+            self._finish(record, state, record.status_text or f"the task ended {state}")
 
-    def _finish(self, record: DelegationRecord, state: str, error: str | None) -> None:
-        record["state"] = state
+    def _finish(self, record: Delegation, state: str, error: str | None) -> None:
+        record.state = state
         if error is not None:
-            record["error"] = error
+            record.error = error
         ended = time.time()
-        record["ended_at"] = ended
-        record["duration"] = round(ended - record["started_at"], 6)
-        record["result"], record["data"] = _result_of(record)
-        self._final_seen.discard(record["id"])
-        self.records[record["id"]] = record
-        self.updates.put_nowait(RecordUpdate(dict(record)))  # type: ignore[arg-type]
-        self.emit(
-            ev.DelegationFinished(
-                run_id=self.run_id,
-                delegation_id=record["id"],
-                item_id=record["item_id"],
-                agent=record["agent"],
-                state=state,
-                duration=record["duration"],
-                attempts=record["attempts"],
-                events=record["events"],
-                input_tokens=record["input_tokens"],
-                output_tokens=record["output_tokens"],
-                cost_usd=record["cost_usd"],
-                error=record["error"],
-            )
-        )
+        record.ended_at = ended
+        record.duration = round(ended - record.started_at, 6)
+        record.result, record.data = _result_of(record)
+        self._final_seen.discard(record.id)
+        self.records[record.id] = record
+        self.updates.put_nowait(RecordUpdate(dataclasses.replace(record)))
+        self.emit(record.finished_event(self.run_id))
 
 
-def outcome_of(record: DelegationRecord) -> Outcome:
+def outcome_of(record: Delegation) -> Outcome:
     """What a finished delegation means for its item."""
-    if record["state"] == "completed":
-        return Outcome("done", record["agent"], record["result"], record["data"], None, "completed")
-    status = "canceled" if record["state"] == "canceled" else "failed"
-    return Outcome(status, record["agent"], record["result"], record["data"], record["error"], record["state"])
+    if record.state == "completed":
+        return Outcome("done", record.agent, record.result, record.data, None, "completed")
+    status = "canceled" if record.state == "canceled" else "failed"
+    return Outcome(status, record.agent, record.result, record.data, record.error, record.state)

@@ -72,6 +72,8 @@ if TYPE_CHECKING:
 
     from .supervisor import Supervisor
 
+from .cli import standalone_parser
+
 __all__ = [
     "EXPECTED_OUTPUT",
     "PAGE",
@@ -618,9 +620,7 @@ def register(subparsers: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="a2a")
-    register(parser.add_subparsers(dest="command", required=True))
-    return parser
+    return standalone_parser(register)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -20,6 +20,7 @@ from .config import ConfigError, ConfigIssue, ModelConfig, SupervisorSettings
 from .quoting import DATA_RULE, quote, quote_json
 from .registry import AgentEntry
 from .state import Item
+from .strategy import Strategy
 
 __all__ = [
     "Delegate",
@@ -205,12 +206,6 @@ def usage_of(message: AIMessage) -> tuple[int, int]:
 
 # ---- prompts ---------------------------------------------------------------------------------
 
-_STRATEGY = {
-    "sequential": "Items run one at a time, in list order.",
-    "parallel": "Every item runs at once, so make the items independent: depends_on is ignored.",
-    "adaptive": "Independent items run in parallel; an item runs once every item in its depends_on is done.",
-}
-
 PLAN_SYSTEM = """You are the supervisor of a team of AI agents that you reach over the A2A protocol. You do not do \
 the work yourself: you break the objective into a TODO list and assign each item to the agent best suited for it.
 
@@ -240,8 +235,9 @@ what is missing and why.
 {data_rule}"""
 
 
-def system_prompt(template: str, strategy: str = "adaptive") -> str:
-    return template.format(strategy=_STRATEGY.get(strategy, ""), data_rule=DATA_RULE)
+def system_prompt(template: str, strategy: Strategy | None = None) -> str:
+    """The template filled in: the data rule, and (for planning) how the strategy runs the list."""
+    return template.format(strategy=strategy.planner_note if strategy else "", data_rule=DATA_RULE)
 
 
 def catalog_text(entries: Sequence[AgentEntry], limit: int) -> str:

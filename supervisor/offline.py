@@ -15,8 +15,8 @@ real mode with fixed, documented rules, so a run is reproducible and needs no AP
 
 **2. Dependencies.** A step depends on the step before it when it was split off by a sequencing
 word, starts with one, or refers back (``the result``, ``the output``, ``it``, ``that``,
-``above``, ``previous``); ``step N`` makes it depend on step N. Under the ``parallel``
-strategy dependencies are dropped (every step runs at once).
+``above``, ``previous``); ``step N`` makes it depend on step N. Under a strategy that does not
+follow dependencies (``parallel``) they are dropped (every step runs at once).
 
 **3. Route each step** to the best-ranked skill (``supervisor.ranking``). Among the agents
 offering a skill with that same id and a score of at least 80% of the best, the one with the
@@ -50,6 +50,7 @@ from typing import Any
 from .quoting import cap
 from .registry import Registry, SkillInfo
 from .state import Item, new_item
+from .strategy import Strategy
 
 __all__ = ["MAX_STEPS", "Step", "assemble", "extract_arguments", "plan_offline", "split_objective"]
 
@@ -226,7 +227,7 @@ def _route(step: str, registry: Registry, load: Counter[str]) -> tuple[str | Non
 
 
 def plan_offline(
-    objective: str, registry: Registry, *, strategy: str, max_steps: int = MAX_STEPS, prefix: str = ""
+    objective: str, registry: Registry, *, strategy: Strategy, max_steps: int = MAX_STEPS, prefix: str = ""
 ) -> list[Item]:
     """The TODO list for ``objective``: split, dependencies, routing and structured input."""
     steps = split_objective(objective, max_steps=max_steps)
@@ -238,7 +239,7 @@ def plan_offline(
             load[agent] += 1
         entry = registry.get(agent)
         skill = entry.skill(skill_id) if entry else None
-        depends = [] if strategy == "parallel" else [f"{prefix}{d + 1}" for d in step.depends_on]
+        depends = [f"{prefix}{d + 1}" for d in step.depends_on] if strategy.follows_dependencies else []
         items.append(
             new_item(
                 f"{prefix}{index + 1}",

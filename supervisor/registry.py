@@ -15,17 +15,13 @@ when its card points the interface at another origin than the configured URL.
 from __future__ import annotations
 
 import asyncio
-import importlib
-import importlib.util
 import logging
 import os
 import re
 import shlex
-import sys
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlsplit
 
@@ -35,6 +31,7 @@ import msgspec
 from a2a import A2AClient, Agent, ApiKey, BearerToken, RetryBudget, RetryPolicy
 from a2a.client.card import card_url
 from a2a.errors import A2AError, HTTPStatusError, TransportError
+from a2a.loader import AgentLoadError, load_agent
 from a2a.local import local_client
 from a2a.transport.stdio import StdioTransport
 from a2a.types import AgentCard, AgentSkill
@@ -43,7 +40,7 @@ from .breaker import CircuitBreaker
 from .config import AgentConfig, RetryConfig, SkillConfig, SupervisorConfig
 from .ranking import Match, SkillDoc, rank
 
-__all__ = ["AgentEntry", "DiscoveryError", "Registry", "SkillInfo", "SupervisorRetryPolicy", "load_agent_object"]
+__all__ = ["AgentEntry", "DiscoveryError", "Registry", "SkillInfo", "SupervisorRetryPolicy"]
 
 log = logging.getLogger("supervisor.registry")
 
@@ -168,35 +165,6 @@ class AgentEntry:
         }
 
 
-def load_agent_object(target: str) -> Agent:
-    """``package.module:attribute`` or ``path/file.py:attribute``: an ``Agent``, or a function making one."""
-    module_part, _, attr = target.rpartition(":")
-    try:
-        if module_part.endswith(".py") or "/" in module_part or "\\" in module_part:
-            path = Path(module_part)
-            name = f"_a2a_supervised_{path.stem}_{abs(hash(path.resolve()))}"
-            module = sys.modules.get(name)
-            if module is None:
-                spec = importlib.util.spec_from_file_location(name, path)
-                if spec is None or spec.loader is None or not path.is_file():
-                    raise DiscoveryError(f"no such file: {path}")
-                module = importlib.util.module_from_spec(spec)
-                sys.modules[name] = module
-                spec.loader.exec_module(module)
-        else:
-            module = importlib.import_module(module_part)
-        obj = getattr(module, attr)
-    except DiscoveryError:
-        raise
-    except Exception as exc:  # an import runs arbitrary code: report whatever it raised
-        raise DiscoveryError(f"cannot load {target}: {type(exc).__name__}: {exc}") from exc
-    if not isinstance(obj, Agent) and callable(obj):
-        obj = obj()
-    if not isinstance(obj, Agent):
-        raise DiscoveryError(f"{target} is a {type(obj).__name__}, not an a2a Agent")
-    return obj
-
-
 def _origin(url: str) -> tuple[str, str, int | None]:
     parts = urlsplit(url)
     scheme = {"ws": "http", "wss": "https"}.get(parts.scheme, parts.scheme)
@@ -302,7 +270,7 @@ class Registry:
             entry.status, entry.error = "up", None
         except TimeoutError:
             await self._mark_down(entry, f"no answer within {timeout:g}s (a2a.discovery_timeout)")
-        except (A2AError, OSError, ValueError, msgspec.ValidationError, msgspec.DecodeError) as exc:
+        except (A2AError, AgentLoadError, OSError, ValueError, msgspec.ValidationError, msgspec.DecodeError) as exc:
             await self._mark_down(entry, str(exc) or type(exc).__name__)
 
     async def _mark_down(self, entry: AgentEntry, reason: str) -> None:
@@ -410,7 +378,7 @@ class Registry:
         obj = entry.obj
         if obj is None:
             assert entry.config.module is not None
-            obj = await asyncio.to_thread(load_agent_object, entry.config.module)
+            obj = await asyncio.to_thread(load_agent, entry.config.module)
             entry.obj = obj
         client = local_client(obj)
         entry.card = await client.get_card()

@@ -6,7 +6,8 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .state import DelegationRecord, Item, SupervisorState, new_usage
+from .delegation_record import Delegation, delegations_in
+from .state import Item, SupervisorState, new_usage
 
 __all__ = ["AgentMetrics", "Delegation", "RunMetrics", "RunResult", "TodoItem", "result_from_state"]
 
@@ -27,31 +28,6 @@ class TodoItem:
     #: Why reflection accepted, retried or gave up.
     note: str
     delegations: list[str]
-
-
-@dataclass(frozen=True)
-class Delegation:
-    """One delegation of an item to an agent (a failover is a new delegation), with its metrics."""
-
-    id: str
-    item_id: str
-    agent: str
-    skill: str | None
-    message_id: str
-    task_id: str | None
-    context_id: str | None
-    state: str
-    status_text: str | None
-    duration: float
-    attempts: int
-    events: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    error: str | None
-    failover_from: str | None
-    result: str | None
-    artifacts: list[dict[str, Any]]
 
 
 @dataclass(frozen=True)
@@ -143,61 +119,37 @@ def _item(item: Item) -> TodoItem:
     )
 
 
-def _delegation(record: DelegationRecord) -> Delegation:
-    return Delegation(
-        id=record["id"],
-        item_id=record["item_id"],
-        agent=record["agent"],
-        skill=record["skill"],
-        message_id=record["message_id"],
-        task_id=record["task_id"],
-        context_id=record["context_id"],
-        state=record["state"],
-        status_text=record["status_text"],
-        duration=record["duration"],
-        attempts=record["attempts"],
-        events=record["events"],
-        input_tokens=record["input_tokens"],
-        output_tokens=record["output_tokens"],
-        cost_usd=record["cost_usd"],
-        error=record["error"],
-        failover_from=record["failover_from"],
-        result=record["result"],
-        artifacts=list(record["artifacts"]),
-    )
-
-
-def _per_agent(records: list[DelegationRecord]) -> dict[str, AgentMetrics]:
+def _per_agent(records: list[Delegation]) -> dict[str, AgentMetrics]:
     totals: dict[str, dict[str, Any]] = {}
     for r in records:
-        t = totals.setdefault(r["agent"], asdict(AgentMetrics()))
+        t = totals.setdefault(r.agent, asdict(AgentMetrics()))
         t["delegations"] += 1
-        t["completed"] += r["state"] == "completed"
-        t["failed"] += r["state"] != "completed"
-        t["attempts"] += r["attempts"]
-        t["events"] += r["events"]
-        t["input_tokens"] += r["input_tokens"]
-        t["output_tokens"] += r["output_tokens"]
-        t["cost_usd"] += r["cost_usd"]
-        t["busy_seconds"] += r["duration"]
+        t["completed"] += r.state == "completed"
+        t["failed"] += r.state != "completed"
+        t["attempts"] += r.attempts
+        t["events"] += r.events
+        t["input_tokens"] += r.input_tokens
+        t["output_tokens"] += r.output_tokens
+        t["cost_usd"] += r.cost_usd
+        t["busy_seconds"] += r.duration
     return {name: AgentMetrics(**values) for name, values in totals.items()}
 
 
 def metrics_of(state: Mapping[str, Any]) -> RunMetrics:
-    records: list[DelegationRecord] = list((state.get("delegations") or {}).values())
+    records = delegations_in(state)
     usage = state.get("usage") or new_usage()
-    agent_in = sum(r["input_tokens"] for r in records)
-    agent_out = sum(r["output_tokens"] for r in records)
-    agent_cost = sum(r["cost_usd"] for r in records)
-    attempts = sum(r["attempts"] for r in records)
+    agent_in = sum(r.input_tokens for r in records)
+    agent_out = sum(r.output_tokens for r in records)
+    agent_cost = sum(r.cost_usd for r in records)
+    attempts = sum(r.attempts for r in records)
     return RunMetrics(
         delegations=len(records),
-        completed=sum(r["state"] == "completed" for r in records),
-        failed=sum(r["state"] != "completed" for r in records),
+        completed=sum(r.state == "completed" for r in records),
+        failed=sum(r.state != "completed" for r in records),
         attempts=attempts,
         retries=max(0, attempts - len(records)),
-        failovers=sum(r["failover_from"] is not None for r in records),
-        events=sum(r["events"] for r in records),
+        failovers=sum(r.failover_from is not None for r in records),
+        events=sum(r.events for r in records),
         agent_input_tokens=agent_in,
         agent_output_tokens=agent_out,
         agent_cost_usd=agent_cost,
@@ -213,11 +165,11 @@ def metrics_of(state: Mapping[str, Any]) -> RunMetrics:
 
 def result_from_state(state: SupervisorState | Mapping[str, Any]) -> RunResult:
     items = [_item(i) for i in (state.get("items") or {}).values()]
-    records = list((state.get("delegations") or {}).values())
+    records = delegations_in(state)
     artifacts: dict[str, list[dict[str, Any]]] = {}
     for r in records:
-        if r["artifacts"]:
-            artifacts.setdefault(r["agent"], []).extend(r["artifacts"])
+        if r.artifacts:
+            artifacts.setdefault(r.agent, []).extend(r.artifacts)
     stop = state.get("stop")
     return RunResult(
         run_id=state.get("run_id", ""),
@@ -225,7 +177,7 @@ def result_from_state(state: SupervisorState | Mapping[str, Any]) -> RunResult:
         status=state.get("status") or "failed",
         final=state.get("final") or "",
         items=items,
-        delegations=[_delegation(r) for r in records],
+        delegations=records,
         variables={k: dict(v) for k, v in (state.get("variables") or {}).items()},
         artifacts=artifacts,
         metrics=metrics_of(state),

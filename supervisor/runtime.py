@@ -14,16 +14,20 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.config import get_config
+from langgraph.runtime import Runtime
 
 from . import events as ev
 from .config import SupervisorConfig
 from .delegation import Delegator
+from .delegation_record import delegations_in
 from .model import ModelHandle, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
+from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
-__all__ = ["RunCanceled", "RunContext", "budget_exhausted"]
+__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "set_fallback_context", "totals"]
 
 T = TypeVar("T")
 
@@ -58,8 +62,8 @@ class RunContext:
         return str(self.config.supervisor.mode)
 
     @property
-    def strategy(self) -> str:
-        return str(self.config.supervisor.strategy)
+    def strategy(self) -> Strategy:
+        return strategy_named(self.config.supervisor.strategy)
 
     @property
     def use_model_reflection(self) -> bool:
@@ -114,16 +118,40 @@ class RunContext:
         return response, total
 
 
+#: Makes the run context for a thread when the graph is run without one (LangGraph Studio).
+_fallback_context: Callable[[str], RunContext] | None = None
+_fallback_contexts: dict[str, RunContext] = {}
+
+
+def set_fallback_context(factory: Callable[[str], RunContext] | None) -> None:
+    """For hosts that run the compiled graph themselves (LangGraph Studio): how to make a context."""
+    global _fallback_context
+    _fallback_context = factory
+    _fallback_contexts.clear()
+
+
+def context_of(runtime: Runtime[RunContext]) -> RunContext:
+    """The run's context, as ``Supervisor`` passes it (or as the fallback makes it, once per thread)."""
+    if runtime.context is not None:
+        return runtime.context
+    if _fallback_context is None:
+        raise RuntimeError("the supervisor graph needs its RunContext: run it through Supervisor, or see studio.py")
+    thread = str(get_config().get("configurable", {}).get("thread_id", "default"))
+    if thread not in _fallback_contexts:
+        _fallback_contexts[thread] = _fallback_context(thread)
+    return _fallback_contexts[thread]
+
+
 def totals(state: SupervisorState) -> dict[str, float]:
     """Tokens, cost and steps used so far: the model's plus what the agents reported."""
     usage = state.get("usage") or new_usage()
-    records = (state.get("delegations") or {}).values()
-    agent_in = sum(r["input_tokens"] for r in records)
-    agent_out = sum(r["output_tokens"] for r in records)
+    records = delegations_in(state)
+    agent_in = sum(r.input_tokens for r in records)
+    agent_out = sum(r.output_tokens for r in records)
     return {
         "tokens": usage["model_input_tokens"] + usage["model_output_tokens"] + agent_in + agent_out,
-        "cost_usd": usage["model_cost_usd"] + sum(r["cost_usd"] for r in records),
-        "steps": usage["model_calls"] + len(state.get("delegations") or {}),
+        "cost_usd": usage["model_cost_usd"] + sum(r.cost_usd for r in records),
+        "steps": usage["model_calls"] + len(records),
     }
 
 

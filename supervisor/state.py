@@ -13,9 +13,10 @@ from typing import Annotated, Any, Literal, TypedDict
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
 
+from .delegation_record import DelegationData
+
 __all__ = [
-    "ACTIVE_DELEGATION_STATES",
-    "DelegationRecord",
+    "FINAL_ITEM_STATES",
     "Item",
     "ItemStatus",
     "SupervisorState",
@@ -31,8 +32,6 @@ __all__ = [
 #: canceled: the run was cancelled while it ran.
 ItemStatus = Literal["pending", "running", "review", "done", "failed", "skipped", "canceled"]
 FINAL_ITEM_STATES = frozenset({"done", "failed", "skipped", "canceled"})
-#: Delegation states in which a remote task may still be running.
-ACTIVE_DELEGATION_STATES = frozenset({"starting", "submitted", "working", "input_required"})
 
 
 class Item(TypedDict):
@@ -58,38 +57,6 @@ class Item(TypedDict):
     note: str
     #: The model's tool call this item answers (conversational mode).
     tool_call_id: str | None
-
-
-class DelegationRecord(TypedDict):
-    id: str
-    item_id: str
-    agent: str
-    skill: str | None
-    message_id: str
-    #: The exact text and structured arguments sent, so a resumed run can send the same again.
-    text: str
-    arguments: dict[str, Any] | None
-    task_id: str | None
-    context_id: str | None
-    #: starting, submitted, working, input_required, completed, failed, rejected, canceled,
-    #: timeout, error, refused.
-    state: str
-    status_text: str | None
-    started_at: float
-    ended_at: float | None
-    duration: float
-    attempts: int
-    events: int
-    input_tokens: int
-    output_tokens: int
-    cost_usd: float
-    error: str | None
-    failover_from: str | None
-    result: str | None
-    data: Any
-    artifacts: list[dict[str, Any]]
-    #: Several messages of one task (answers to INPUT_REQUIRED) each have their own id.
-    turn: int
 
 
 class Usage(TypedDict):
@@ -137,7 +104,8 @@ class SupervisorState(TypedDict, total=False):
     #: The agents as discovery found them (name, status, transport, skills, error).
     agents: list[dict[str, Any]]
     items: Annotated[dict[str, Item], merge]
-    delegations: Annotated[dict[str, DelegationRecord], merge]
+    #: Each ``Delegation.as_state()``, by delegation id.
+    delegations: Annotated[dict[str, DelegationData], merge]
     #: Results keyed by agent, then by item id (data when the agent returned JSON, else text).
     variables: Annotated[dict[str, dict[str, Any]], merge_nested]
     messages: Annotated[list[AnyMessage], add_messages]

@@ -23,6 +23,7 @@ import re
 import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
+from dataclasses import dataclass
 from functools import partial
 from typing import Any, TypeVar
 
@@ -41,16 +42,18 @@ from .config import (
     ConfigIssue,
     ModelConfig,
     SupervisorConfig,
+    SupervisorSettings,
     load_config,
     validation_issues,
 )
 from .delegation import Delegator
+from .delegation_record import delegations_in
 from .graph import build_graph
 from .model import ModelHandle, open_model
+from .nodes.discover import report_agents
 from .registry import Registry
 from .result import RunResult, result_from_state
 from .runtime import RunContext
-from .state import ACTIVE_DELEGATION_STATES
 from .tokens import TokenCounter, estimate_tokens
 
 __all__ = ["RunExistsError", "RunNotFoundError", "Supervisor"]
@@ -61,22 +64,19 @@ T = TypeVar("T")
 AgentSpec = AgentConfig | Mapping[str, Any] | str | Agent
 Ask = Callable[[ev.InputRequested], Awaitable[str | None]]
 
-_SETTING_NAMES = (
-    "mode",
-    "strategy",
-    "max_concurrency",
-    "max_depth",
-    "max_steps",
-    "budget",
-    "context",
-    "offline",
-    "reflection",
-    "max_replans",
-    "catalog_size",
-    "peer_text_chars",
-    "interactive",
-    "checkpoint",
-)
+#: The keyword settings ``Supervisor(...)`` takes: every ``supervisor:`` option (``model`` has its own argument).
+_SETTING_NAMES = frozenset(SupervisorSettings.model_fields) - {"model"}
+
+
+@dataclass(frozen=True)
+class _Run:
+    """A run as it was asked for: a new one (its objective), or one to resume from its checkpoint."""
+
+    run_id: str
+    objective: str | None
+    depth: int
+    resume: bool
+    interactive: bool
 
 
 class RunNotFoundError(LookupError):
@@ -133,7 +133,7 @@ class Supervisor:
         checkpointer: BaseCheckpointSaver[Any] | None = None,
         **settings: Any,
     ) -> None:
-        unknown = set(settings) - set(_SETTING_NAMES) - {"a2a"}
+        unknown = set(settings) - _SETTING_NAMES - {"a2a"}
         if unknown:
             raise TypeError(f"unknown Supervisor option(s): {', '.join(sorted(unknown))}")
         base = config.model_copy(deep=True) if config else SupervisorConfig()
@@ -296,11 +296,9 @@ class Supervisor:
         self, objective: str | None, run_id: str | None, depth: int, resume: str | None, interactive: bool | None
     ) -> AsyncIterator[ev.Event]:
         run_id = run_id or uuid.uuid4().hex[:16]
+        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive))
         queue: asyncio.Queue[ev.Event | None] = asyncio.Queue()
-        driver = asyncio.create_task(
-            self._drive(run_id, objective, depth, resume is not None, self._interactive(interactive), queue),
-            name=f"supervisor-run-{run_id}",
-        )
+        driver = asyncio.create_task(self._drive(run, queue), name=f"supervisor-run-{run_id}")
         try:
             while True:
                 event = await queue.get()
@@ -313,19 +311,12 @@ class Supervisor:
             await asyncio.wait([driver])
             driver.result()
 
-    async def _drive(
-        self,
-        run_id: str,
-        objective: str | None,
-        depth: int,
-        resume: bool,
-        interactive: bool,
-        queue: asyncio.Queue[ev.Event | None],
-    ) -> None:
+    async def _drive(self, run: _Run, queue: asyncio.Queue[ev.Event | None]) -> None:
         """Run the graph; always ends the event stream (``RunFinished``, then ``None``)."""
+        run_id = run.run_id
         try:
             try:
-                result = await self._execute(run_id, objective, depth, resume, interactive, queue.put_nowait)
+                result = await self._execute(run, queue.put_nowait)
             except (RunNotFoundError, RunExistsError, ConfigError):
                 raise  # the caller's mistake: raised from stream()/run(), not turned into a failed run
             except Exception as exc:
@@ -333,7 +324,7 @@ class Supervisor:
                 result = result_from_state(
                     {
                         "run_id": run_id,
-                        "objective": objective or "",
+                        "objective": run.objective or "",
                         "status": "failed",
                         "error": f"{type(exc).__name__}: {exc}",
                         "final": "",
@@ -354,15 +345,9 @@ class Supervisor:
                 await self.registry.close()
             queue.put_nowait(None)
 
-    async def _execute(
-        self,
-        run_id: str,
-        objective: str | None,
-        depth: int,
-        resume: bool,
-        interactive: bool,
-        emit: Callable[[ev.Event], None],
-    ) -> RunResult:
+    async def _execute(self, run: _Run, emit: Callable[[ev.Event], None]) -> RunResult:
+        run_id, resume, interactive = run.run_id, run.resume, run.interactive
+        objective, depth = run.objective, run.depth  # a resumed run takes them from its checkpoint
         settings = self.config.supervisor
         async with self._saver() as saver, open_model(settings, self._chat_model) as model:
             graph = build_graph().compile(checkpointer=saver)
@@ -438,28 +423,13 @@ class Supervisor:
     @staticmethod
     def _report_checkpoint(rt: RunContext, state: dict[str, Any], before: dict[str, str] | None) -> dict[str, str]:
         """With ``durability="sync"`` the state yielded is saved: say which remote tasks it holds."""
-        tasks = {
-            r["id"]: r["task_id"]
-            for r in (state.get("delegations") or {}).values()
-            if r["task_id"] and r["state"] in ACTIVE_DELEGATION_STATES
-        }
+        tasks = {r.id: r.task_id for r in delegations_in(state) if r.task_id and r.active}
         if tasks != before:
             rt.emit(ev.CheckpointSaved(run_id=rt.run_id, tasks=tasks))
         return tasks
 
     async def _rediscover(self, rt: RunContext) -> None:
-        for entry in await self.registry.discover():
-            rt.emit(
-                ev.AgentStatus(
-                    run_id=rt.run_id,
-                    agent=entry.name,
-                    status=entry.status,
-                    transport=entry.transport,
-                    skills=[s.id for s in entry.skills],
-                    required=entry.config.required,
-                    error=entry.error,
-                )
-            )
+        report_agents(rt, await self.registry.discover())
 
     # ---- LangGraph Studio ----------------------------------------------------------------
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from a2a import A2AClient, A2AServer, Agent, RetryPolicy, ServerConfig
-from a2a.cli.loader import load_object
+from a2a.loader import load_object
 
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"

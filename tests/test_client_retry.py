@@ -22,9 +22,9 @@ import pytest
 from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, RetryBudget, RetryPolicy, ServerConfig
-from a2a.cli.loader import load_object
 from a2a.client.retry import is_retryable
 from a2a.errors import HTTPStatusError, RequestTimeoutError, TaskNotFoundError, TransportError
+from a2a.loader import load_object
 from a2a.server import JSONRPC_PATH, REST_PATH
 from a2a.transport.http import parse_retry_after
 from a2a.types import Message, Task, TaskState

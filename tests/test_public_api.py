@@ -119,6 +119,7 @@ PINNED: dict[str, set[str]] = {
         "VersionNotSupportedError",
         "error_for_code",
     },
+    "a2a.loader": {"AgentLoadError", "load_agent", "load_object"},
     "a2a.client": {
         "A2AClient",
         "ApiKey",

@@ -1,10 +1,11 @@
-"""The same tooling as CI, as tests: ruff (lint and format) and mypy (strict on a2a/)."""
+"""The same tooling as CI, as tests: ruff (lint and format) and mypy (strict on a2a/, agents/ and supervisor/)."""
 
 from __future__ import annotations
 
 import shutil
 import subprocess
 import sys
+import tomllib
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,14 @@ def test_ruff_format() -> None:
     _run(_tool("ruff"), "format", "--check", "--no-cache")
 
 
-def test_mypy_strict_on_a2a() -> None:
-    # The configuration (packages = ["a2a"], strict = true) lives in pyproject.toml.
+def test_mypy_strict() -> None:
+    # The configuration (the three packages, strict = true, the pydantic plugin) lives in pyproject.toml.
     _run(_tool("mypy"), "--no-incremental", "--config-file", str(ROOT / "pyproject.toml"))
+
+
+def test_mypy_covers_every_package() -> None:
+    # A package left out of [tool.mypy] would silently lose its type checks.
+    config = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["tool"]["mypy"]
+    assert sorted(config["packages"]) == ["a2a", "agents", "supervisor"]
+    assert config["strict"] is True
+    assert "pydantic.mypy" in config["plugins"]

@@ -18,13 +18,13 @@ from urllib.parse import urlsplit
 
 from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
+from ..loader import AgentLoadError, load_agent
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
 from ..server.backend import default_store_url, open_backend
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
-from .loader import AgentLoadError, load_object
 from .output import print_json, show, show_event
 
 __all__ = ["main"]
@@ -146,17 +146,7 @@ def _add_plugin_commands(sub: Any) -> None:
 def _load_agent(target: str, options: Sequence[str] = ()) -> Agent:
     """The agent at ``target``; a callable target is a factory, called with ``options``
     (``--name value`` pairs after the target, passed as keyword strings)."""
-    obj = load_object(target)
-    if isinstance(obj, Agent):
-        if options:
-            raise UsageError(f"{target} is an agent, not a factory: it takes no options ({' '.join(options)})")
-        return obj
-    if not callable(obj):
-        raise AgentLoadError(f"{target} is a {type(obj).__name__}, not an a2a Agent or a factory of one")
-    made = obj(**_factory_options(options))
-    if not isinstance(made, Agent):
-        raise AgentLoadError(f"{target}(...) returned a {type(made).__name__}, not an a2a Agent")
-    return made
+    return load_agent(target, _factory_options(options))
 
 
 def _factory_options(options: Sequence[str]) -> dict[str, str]:

@@ -46,6 +46,20 @@ async def test_an_optional_agent_down_at_start_is_reported_and_skipped() -> None
     assert {i.agent for i in result.items} == {"A"}
 
 
+async def test_a_module_agent_that_cannot_be_loaded_is_down_with_the_loaders_one_line_reason() -> None:
+    # The same loader as ``a2a serve`` (a2a.loader), with the same messages.
+    sup = Supervisor(
+        [{"name": "missing", "module": "examples/no_such_file.py:agent"}, {"name": "typo", "module": "nosuchmodule:x"}],
+        checkpoint={"backend": "memory"},
+    )
+    async with sup:
+        reasons = {a["name"]: a["error"] for a in sup.agents}
+    assert reasons == {
+        "missing": "no such file: examples/no_such_file.py",
+        "typo": "cannot import module 'nosuchmodule': No module named 'nosuchmodule'",
+    }
+
+
 async def test_a_required_agent_down_at_start_fails_the_run() -> None:
     sup = Supervisor(
         [{"name": "gone", "url": closed_port_url(), "required": True}, worker("A")],

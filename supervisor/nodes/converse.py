@@ -1,0 +1,73 @@
+"""**converse** (``conversational``): one turn of the model, which answers or calls its tools
+(``update_todo``, ``retrieve_agents``, ``delegate``, ``reflect``, ``finish``; ``act`` runs them).
+Finished delegations come back to it as the results of the tool calls that started them."""
+
+from __future__ import annotations
+
+from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
+from langgraph.runtime import Runtime
+
+from ..model import CONVERSE_SYSTEM, TOOLS, system_prompt
+from ..quoting import quote
+from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
+from ..state import FINAL_ITEM_STATES, Item, SupervisorState
+from .prompting import catalog
+from .todo import Update, items_of
+
+__all__ = ["after_converse", "converse", "tool_results"]
+
+
+async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
+    rt = context_of(runtime)
+    update: Update = {}
+    history = list(state.get("messages") or [])
+    if not history:
+        first = HumanMessage(f"Objective:\n{state['objective']}")
+        history, update["messages"] = [first], [first]
+    if rt.model is None:
+        return {**update, "stop": "no_model", "error": "conversational mode needs a model (none is configured)"}
+    stop = budget_exhausted(state, rt)
+    if stop:
+        return {**update, "stop": stop}
+    system = SystemMessage(
+        system_prompt(CONVERSE_SYSTEM) + "\n\nAgents (the best matches for the objective; "
+        f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}"
+    )
+    try:
+        response, usage = await rt.call_model("converse", [system, *history], list(TOOLS), state.get("usage"))
+    except RunCanceled as exc:
+        return {**update, "stop": str(exc)}
+    update["messages"] = [*update.get("messages", []), response]
+    update["usage"] = usage
+    if not response.tool_calls:
+        update["final"] = response.text if hasattr(response, "text") else str(response.content)
+    return update
+
+
+def after_converse(state: SupervisorState) -> str:
+    if state.get("stop") or state.get("final") is not None:
+        return "synthesize"
+    return "act"
+
+
+def tool_results(state: SupervisorState, rt: RunContext) -> Update:
+    """Finished delegations answer the model's tool calls that started them."""
+    changed: dict[str, Item] = {}
+    messages = []
+    limit = rt.settings.peer_text_chars
+    for item in items_of(state).values():
+        if item["tool_call_id"] and item["status"] in FINAL_ITEM_STATES:
+            if item["status"] == "done":
+                content = quote(
+                    item["result"] or "(no output)",
+                    source=item["agent"] or "?",
+                    kind=f"result of item {item['id']}",
+                    limit=limit,
+                )
+            else:
+                content = f"Item {item['id']} {item['status']}: " + quote(
+                    item["error"] or "(no reason given)", source=item["agent"] or "?", kind="error", limit=limit
+                )
+            messages.append(ToolMessage(content, tool_call_id=item["tool_call_id"]))
+            changed[item["id"]] = {**item, "tool_call_id": None}
+    return {"items": changed, "messages": messages}

@@ -1,0 +1,237 @@
+"""**delegate**: the sliding pool of delegations.
+
+It starts every ready item while fewer than the strategy's capacity are in flight, waits for the
+next change (a remote task id to checkpoint, an item finished, cancellation, the wall-time
+budget), applies it and returns, so the state is checkpointed as delegations progress.
+Delegations keep running across its invocations (``supervisor.delegation.Delegator``); after a
+restart, items that were running are picked up again by their remote task, never resent.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from langgraph.runtime import Runtime
+
+from .. import events as ev
+from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
+from ..delegation_record import Delegation, DelegationData, delegations_in
+from ..runtime import RunContext, budget_exhausted, context_of, totals
+from ..state import Item, SupervisorState
+from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
+from .todo import Update, item_event, items_of, note_result
+
+__all__ = ["after_delegate", "delegate", "ready"]
+
+
+async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
+    rt = context_of(runtime)
+    items = items_of(state)
+    changed: dict[str, Item] = {}
+    records: dict[str, DelegationData] = {}
+    variables: dict[str, dict[str, Any]] = {}
+    stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
+    if stop is None:
+        _skip_blocked(rt, items, changed)
+        # After a restart: items that were running have no delegation in this process yet.
+        for item in [i for i in items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
+            items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
+        steps_left = rt.settings.max_steps - int(totals(state)["steps"])
+        for item in ready(rt, items)[: min(_capacity(rt), max(0, steps_left))]:
+            items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
+        if rt.delegator.in_flight or not rt.delegator.updates.empty():
+            updates = await rt.delegator.next_updates(rt.cancel, rt.wall_time_left())
+            _apply_updates(rt, state, updates, items, changed, records, variables)
+            if rt.cancel.is_set():
+                stop = "canceled"
+            elif not updates and rt.wall_time_left() == 0:
+                stop = budget_exhausted(state, rt) or "budget:wall_time"
+    if stop is not None:
+        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables)
+        for item in items.values():
+            if item["status"] == "running":
+                changed[item["id"]] = {**item, "status": "canceled"}
+    update: Update = {"items": changed, "delegations": records, "variables": variables}
+    if stop is not None:
+        update["stop"] = stop
+    return update
+
+
+def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+    rt = context_of(runtime)
+    if state.get("stop"):
+        return "synthesize"
+    items = items_of(state)
+    statuses = {i["status"] for i in items.values()}
+    if "review" in statuses:
+        return "reflect"
+    if rt.delegator.in_flight or "running" in statuses or ready(rt, items):
+        return "delegate"
+    if rt.mode == "conversational":
+        return "reflect"
+    return "synthesize"
+
+
+def ready(rt: RunContext, items: dict[str, Item]) -> list[Item]:
+    """Pending items that may start now: those the model delegated (conversational), else every
+    pending item whose dependencies are done (all of them under a strategy that ignores dependencies)."""
+    pending = [i for i in items.values() if i["status"] == "pending"]
+    if rt.mode == "conversational":
+        return [i for i in pending if i["tool_call_id"]]
+    if not rt.strategy.follows_dependencies:
+        return pending
+    return [i for i in pending if all(items[d]["status"] == "done" for d in i["depends_on"] if d in items)]
+
+
+def _capacity(rt: RunContext) -> int:
+    return max(0, rt.strategy.capacity(rt.settings.max_concurrency) - rt.delegator.in_flight)
+
+
+def _skip_blocked(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
+    """Pending items whose dependency failed (or was skipped) will never run: skip them."""
+    if not rt.strategy.follows_dependencies or rt.mode == "conversational":
+        return
+    progress = True
+    while progress:
+        progress = False
+        for item in items.values():
+            if item["status"] != "pending":
+                continue
+            broken = [
+                d for d in item["depends_on"] if d in items and items[d]["status"] in ("failed", "skipped", "canceled")
+            ]
+            if broken:
+                item = {**item, "status": "skipped", "error": f"depends on item {broken[0]}, which did not succeed"}
+                items[item["id"]] = changed[item["id"]] = item
+                item_event(rt, item)
+                progress = True
+
+
+def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, Item]) -> Item:
+    """Start (or, after a restart, pick up again) the delegation of one item."""
+    resumed = item["status"] == "running"
+    record = _latest_record(state, item) if resumed else None
+    if record is not None and not record.active:
+        # It finished before the restart, but the item never heard: use the outcome, send nothing.
+        rt.delegator.updates.put_nowait(ItemDone(item["id"], outcome_of(record)))
+        return item
+    agent, skill = (record.agent, record.skill) if record else _route(rt, item)
+    if agent is None:
+        return _fail(rt, item, "no available agent offers a matching skill")
+    dispatch = item["dispatches"] if resumed else item["dispatches"] + 1
+    try:
+        text = record.text if record else _delegation_text(rt, item, items)
+    except ContextBudgetError as exc:
+        return _fail(rt, item, str(exc))
+    resume = record if record is not None and record.active else None
+    rt.delegator.start(
+        Job(
+            item["id"],
+            item["description"],
+            agent,
+            skill,
+            text,
+            record.arguments if record else item["arguments"],
+            dispatch,
+            resume,
+        )
+    )
+    started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
+    if not resumed:
+        item_event(rt, started)
+    return started
+
+
+def _route(rt: RunContext, item: Item) -> tuple[str | None, str | None]:
+    """The item's agent and skill: as planned when available, else the best-ranked skill."""
+    entry = rt.registry.get(item["agent"])
+    if entry is not None and entry.up:
+        skill = item["skill"] if entry.skill(item["skill"]) is not None else None
+        if skill is None and entry.skills:
+            ranked = [m for m in rt.registry.retrieve(item["instruction"], k=None) if m.agent == entry.name]
+            skill = ranked[0].skill_id if ranked else entry.skills[0].id
+        return entry.name, skill
+    matches = rt.registry.retrieve(item["instruction"], k=1)
+    if matches:
+        return matches[0].agent, matches[0].skill_id
+    available = rt.registry.available()
+    if entry is None and item["agent"] is None and available:
+        return available[0].name, available[0].skills[0].id if available[0].skills else None
+    return None, None
+
+
+def _latest_record(state: SupervisorState, item: Item) -> Delegation | None:
+    prefix = f"{item['id']}.{item['dispatches']}."
+    mine = [r for r in delegations_in(state) if r.id.startswith(prefix)]
+    return max(mine, key=lambda r: r.hop) if mine else None
+
+
+def _delegation_text(rt: RunContext, item: Item, items: dict[str, Item]) -> str:
+    pieces = [
+        ContextPiece(d, items[d]["description"], items[d]["agent"] or "?", items[d]["result"] or "")
+        for d in item["depends_on"]
+        if d in items and items[d]["status"] == "done"
+    ]
+    built = build_delegation_text(
+        item["instruction"],
+        pieces,
+        budget=rt.settings.context.tokens,
+        on_overflow=rt.settings.context.on_overflow,
+        count=rt.token_counter,
+        label=f"item {item['id']}",
+    )
+    if built.compressed:
+        rt.emit(
+            ev.ContextCompressed(
+                run_id=rt.run_id,
+                item_id=item["id"],
+                budget=rt.settings.context.tokens,
+                tokens_before=built.tokens_before,
+                tokens_after=built.tokens,
+            )
+        )
+    return built.text
+
+
+def _fail(rt: RunContext, item: Item, error: str) -> Item:
+    failed: Item = {**item, "status": "failed", "error": error}
+    item_event(rt, failed)
+    return failed
+
+
+def _apply_updates(
+    rt: RunContext,
+    state: SupervisorState,
+    updates: Sequence[Any],
+    items: dict[str, Item],
+    changed: dict[str, Item],
+    records: dict[str, DelegationData],
+    variables: dict[str, dict[str, Any]],
+) -> None:
+    for update in updates:
+        if isinstance(update, RecordUpdate):
+            record = update.record
+            records[record.id] = record.as_state()
+            item = changed.get(record.item_id) or items.get(record.item_id)
+            if item is not None and record.id not in item["delegations"]:
+                item = {**item, "delegations": [*item["delegations"], record.id]}
+                items[item["id"]] = changed[item["id"]] = item
+        elif isinstance(update, ItemDone):
+            item = changed.get(update.item_id) or items.get(update.item_id)
+            if item is None:
+                continue
+            outcome = update.outcome
+            reviewing = rt.mode == "plan_upfront" and outcome.status != "canceled" and not rt.delegator.canceling
+            status = "review" if reviewing else outcome.status
+            item = {
+                **item,
+                "status": status,
+                "agent": outcome.agent or item["agent"],
+                "result": outcome.result,
+                "data": outcome.data,
+                "error": outcome.error,
+            }
+            items[item["id"]] = changed[item["id"]] = item
+            note_result(variables, item)
+            item_event(rt, item)
