@@ -43,7 +43,7 @@ from typing import Any
 
 import msgspec
 
-from a2a.client.retry import is_retryable
+from a2a.client.retry import RetryPolicy, is_retryable
 from a2a.errors import A2AError, HTTPStatusError, TaskNotFoundError, TransportError
 from a2a.metadata import DEPTH_KEY, SKILL_KEY, USAGE_KEY
 from a2a.types import (
@@ -60,7 +60,7 @@ from a2a.types import (
 )
 
 from . import events as ev
-from .registry import AgentEntry, Registry, SupervisorRetryPolicy
+from .registry import AgentEntry, Registry
 from .state import DelegationRecord
 
 __all__ = ["Delegator", "ItemDone", "Job", "Outcome", "RecordUpdate", "message_id_for", "outcome_of"]
@@ -561,7 +561,7 @@ class Delegator:
             await self._final_task(entry, record)
 
     @staticmethod
-    def _retry_delay(policy: SupervisorRetryPolicy, exc: BaseException, failures: int) -> float | None:
+    def _retry_delay(policy: RetryPolicy, exc: BaseException, failures: int) -> float | None:
         if not is_retryable(exc) or failures >= policy.max_attempts:
             return None
         delay = policy.backoff(failures)

@@ -19,6 +19,7 @@ from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from .. import types as t
+from ..backoff import parse_retry_after
 from ..errors import (
     HTTPStatusError,
     InvalidResponseError,
@@ -31,7 +32,6 @@ from ..protocol.jsonrpc import decode_response
 from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
 from ..protocol.methods import MethodSpec
 from .base import StreamItem
-from .http import parse_retry_after
 from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, StreamEvent, with_tenant
 
 __all__ = ["Retrier", "WebSocketTransport"]
