@@ -119,6 +119,7 @@ PINNED: dict[str, set[str]] = {
         "VersionNotSupportedError",
         "error_for_code",
     },
+    "a2a.backoff": {"MAX_RETRY_AFTER", "Backoff", "parse_retry_after"},
     "a2a.client": {
         "A2AClient",
         "ApiKey",
