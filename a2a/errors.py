@@ -219,7 +219,15 @@ class ClientError(A2AError):
 
 
 class TransportError(ClientError):
-    """The peer could not be reached or spoke broken HTTP. ``retryable`` says if a retry may help."""
+    """The peer could not be reached or spoke broken HTTP. ``retryable`` says if a retry may help.
+
+    On the error that ends a task's stream (one the client could not resume), ``task_id`` and
+    ``last_event_id`` say where it stood: ``A2AClient.follow(task_id, after_event_id=...)`` picks
+    it up from there later.
+    """
+
+    task_id: str | None = None
+    last_event_id: str | None = None
 
     def __init__(self, message: str, *, retryable: bool = False) -> None:
         super().__init__(message)

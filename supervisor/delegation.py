@@ -9,10 +9,12 @@ For each item the ``Delegator`` runs one asyncio task (the pool of the delegate 
    ``SendStreamingMessage`` and followed event by event; an agent whose card says it cannot
    stream is sent ``SendMessage(returnImmediately)`` and polled with ``GetTask``. The message id
    is derived from the run, the item and the agent, so a resend is always the same message.
-3. **Retries** follow the agent's ``RetryPolicy`` (retryable failures only: refused, reset,
-   429/502/503/504), resending the *same* ``messageId`` (the agent answers a repeat with the
-   original task). A stream that breaks after the task exists is picked up again with
-   ``GetTask`` + ``SubscribeToTask`` by the task's id, never by sending again.
+3. **Retries** are the agent's ``RetryPolicy`` running each attempt (retryable failures only:
+   refused, reset, 429/502/503/504; each retry is a ``DelegationRetrying`` event, through the
+   policy's ``on_retry``), resending the *same* ``messageId`` (the agent answers a repeat with
+   the original task). A stream that breaks is resumed by the client; one it could not resume
+   is followed again by the task's id with ``A2AClient.follow`` from the last event seen, never
+   by sending again.
 4. **Timeout.** The whole delegation, retries included, has ``timeout`` seconds; past that the
    remote task is sent ``CancelTask`` and the delegation ends ``timeout``.
 5. **Failover and circuit breaker.** When an agent cannot be reached after its retries, times
@@ -35,6 +37,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import functools
 import logging
 import time
 import uuid
@@ -44,8 +47,8 @@ from typing import Any
 
 import msgspec
 
-from a2a.client.retry import is_retryable
-from a2a.errors import A2AError, HTTPStatusError, TaskNotFoundError, TransportError
+from a2a.client.retry import RetryHook
+from a2a.errors import A2AError, TaskNotFoundError, TransportError
 from a2a.metadata import DEPTH_KEY, SKILL_KEY, USAGE_KEY
 from a2a.types import (
     UNSET,
@@ -62,7 +65,7 @@ from a2a.types import (
 
 from . import events as ev
 from .delegation_record import Delegation
-from .registry import AgentEntry, Registry, SupervisorRetryPolicy
+from .registry import AgentEntry, Registry
 
 __all__ = ["Delegator", "ItemDone", "Job", "Outcome", "RecordUpdate", "message_id_for", "outcome_of"]
 
@@ -139,7 +142,6 @@ class _Send:
     """What the current attempt has to send (``None`` once the agent has it)."""
 
     message: Message | None
-    events_before: int = 0
     #: After an answer to INPUT_REQUIRED: the id of the question's status message. Until the agent
     #: takes the answer up, the task still shows that question; it must not be asked again.
     stale_question: str | None = None
@@ -247,6 +249,8 @@ class Delegator:
         self._status_message: dict[str, str] = {}
         #: The delegation each item is on now.
         self._current: dict[str, Delegation] = {}
+        #: The last event id of each delegation whose stream the client could not resume.
+        self._resume_after: dict[str, str | None] = {}
         self.canceling = False
 
     # ---- the pool ----------------------------------------------------------------------
@@ -445,27 +449,11 @@ class Delegator:
         return outcome_of(record)
 
     async def _follow(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
-        """Send (or reattach), retrying per policy, until the task ends or needs something."""
-        policy = entry.retry
-        if policy.budget is not None:
-            policy.budget.on_call()
-        failures = 0
+        """Send (or follow again), retried by the agent's policy, until the task ends or needs something."""
+        policy = dataclasses.replace(entry.retry, on_retry=self._retrying(record))
+        what = f"delegation {record.id} to {entry.name}"
         while True:
-            record.attempts += 1
-            send.events_before = record.events
-            try:
-                await self._attempt(entry, record, send, original)
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                failures = 0 if record.events > send.events_before else failures
-                failures += 1
-                delay = self._retry_delay(policy, exc, failures)
-                if delay is None:
-                    raise
-                self.emit(record.retrying_event(self.run_id, exc, delay))
-                await asyncio.sleep(delay)  # the policy's backoff, not a synchronisation
-                continue
+            await policy.run(functools.partial(self._attempt, entry, record, send, original), what=what)
             if record.state in _FINAL:
                 return
             if self._stale(record, send):
@@ -486,12 +474,14 @@ class Delegator:
                     metadata=original.metadata,
                 )
                 send.stale_question = self._status_message.get(record.id)
-                continue
-            failures += 1  # the stream ended before the task did: pick it up again by its id
-            delay = self._retry_delay(policy, TransportError("stream ended early", retryable=True), failures)
-            if delay is None:
-                raise TransportError(f"{entry.name} keeps closing the stream before task {record.task_id} ends")
-            await asyncio.sleep(delay)
+
+    def _retrying(self, record: Delegation) -> RetryHook:
+        """The policy's ``on_retry`` for one delegation: each retry is a ``DelegationRetrying`` event."""
+
+        def retrying(_attempt: int, exc: Exception, delay: float) -> None:
+            self.emit(record.retrying_event(self.run_id, exc, delay))
+
+        return retrying
 
     def _stale(self, record: Delegation, send: _Send) -> bool:
         """The task still shows the question that was already answered."""
@@ -501,7 +491,28 @@ class Delegator:
             and self._status_message.get(record.id) == send.stale_question
         )
 
+    def _settled(self, record: Delegation, send: _Send) -> bool:
+        """The task ended, or waits for something (not a question already answered)."""
+        return record.state in _FINAL or (
+            record.state in ("input_required", "auth_required") and not self._stale(record, send)
+        )
+
     async def _attempt(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
+        """One attempt: send the message, or follow the task the agent has, to the end of its stream."""
+        record.attempts += 1
+        try:
+            await self._send_or_follow(entry, record, send, original)
+        except TransportError as exc:
+            # A stream the client could not resume: the next attempt follows it from there.
+            if exc.task_id is not None and exc.task_id == record.task_id:
+                self._resume_after[record.id] = exc.last_event_id
+            raise
+        if record.state in _FINAL and record.task_id and record.id not in self._final_seen:
+            await self._final_task(entry, record)
+        elif not self._settled(record, send) and not self._stale(record, send):
+            raise TransportError(f"{entry.name} closed the stream before task {record.task_id} ended", retryable=True)
+
+    async def _send_or_follow(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
         assert entry.client is not None
         if send.message is None and record.task_id:
             try:
@@ -517,21 +528,6 @@ class Delegator:
             await self._consume(entry, record, entry.client.stream(message), send)
         else:
             await self._poll(entry, record, message, send)
-        if record.state in _FINAL and record.task_id and record.id not in self._final_seen:
-            await self._final_task(entry, record)
-
-    @staticmethod
-    def _retry_delay(policy: SupervisorRetryPolicy, exc: BaseException, failures: int) -> float | None:
-        if not is_retryable(exc) or failures >= policy.max_attempts:
-            return None
-        delay = policy.backoff(failures)
-        if isinstance(exc, HTTPStatusError) and exc.retry_after is not None:
-            if exc.retry_after > policy.max_retry_after:
-                return None
-            delay = max(delay, exc.retry_after)
-        if policy.budget is not None and not policy.budget.try_spend():
-            return None
-        return delay
 
     async def _consume(
         self, entry: AgentEntry, record: Delegation, events: AsyncIterator[StreamResponse], send: _Send
@@ -541,9 +537,7 @@ class Delegator:
                 send.message = None  # the agent has the message: from now on, follow the task
                 self._apply(record, event)
                 self._progress(record)
-                if record.state in _FINAL or (
-                    record.state in ("input_required", "auth_required") and not self._stale(record, send)
-                ):
+                if self._settled(record, send):
                     await self._drain(stream)
                     return
 
@@ -578,22 +572,30 @@ class Delegator:
             self._progress(record)
 
     async def _reattach(self, entry: AgentEntry, record: Delegation, send: _Send) -> None:
-        """Follow a task that exists already (resumed run, or a broken stream): GetTask, then subscribe."""
+        """Follow a task the agent has already (a resumed run, a stream the client could not
+        resume): with the client's ``follow``, after the last event seen if known; or by polling."""
+        assert entry.client is not None and record.task_id
+        after = self._resume_after.pop(record.id, None)
+        if not entry.streaming or self._stale(record, send):
+            await self._refresh(entry, record, send)
+            after = None  # the task just read is newer than that event
+        if not entry.streaming:
+            await self._poll_task(entry, record)
+        elif not self._settled(record, send):
+            await self._consume(entry, record, entry.client.follow(record.task_id, after_event_id=after), send)
+
+    async def _refresh(self, entry: AgentEntry, record: Delegation, send: _Send) -> None:
+        """The task as it is now (GetTask); read again, less often each time, while it still shows
+        a question already answered (the answer is on its way to the agent)."""
         assert entry.client is not None and record.task_id
         task = await entry.client.get_task(record.task_id, history_length=0)
         self._apply(record, StreamResponse(task=task))
         interval = 0.02
-        while self._stale(record, send):  # an answer the agent has not taken up yet: it is on its way
+        while self._stale(record, send):
             await asyncio.sleep(interval)
             interval = min(interval * 2, 1.0)
             self._apply(record, StreamResponse(task=await entry.client.get_task(record.task_id, history_length=0)))
         self._progress(record)
-        if record.state in _FINAL or record.state in ("input_required", "auth_required"):
-            return
-        if entry.streaming:
-            await self._consume(entry, record, entry.client.subscribe(record.task_id), send)
-        else:
-            await self._poll_task(entry, record)
 
     async def _final_task(self, entry: AgentEntry, record: Delegation) -> None:
         """The finished task once more: its metadata (token use) and all of its artifacts."""
@@ -716,6 +718,7 @@ class Delegator:
         record.duration = round(ended - record.started_at, 6)
         record.result, record.data = _result_of(record)
         self._final_seen.discard(record.id)
+        self._resume_after.pop(record.id, None)
         self.records[record.id] = record
         self.updates.put_nowait(RecordUpdate(dataclasses.replace(record)))
         self.emit(record.finished_event(self.run_id))

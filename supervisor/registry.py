@@ -40,7 +40,7 @@ from .breaker import CircuitBreaker
 from .config import AgentConfig, RetryConfig, SkillConfig, SupervisorConfig
 from .ranking import Match, SkillDoc, rank
 
-__all__ = ["AgentEntry", "DiscoveryError", "Registry", "SkillInfo", "SupervisorRetryPolicy"]
+__all__ = ["AgentEntry", "DiscoveryError", "Registry", "SkillInfo"]
 
 log = logging.getLogger("supervisor.registry")
 
@@ -52,21 +52,9 @@ class DiscoveryError(A2AError):
     """An agent could not be resolved (its card, its process or its module)."""
 
 
-@dataclass
-class SupervisorRetryPolicy(RetryPolicy):
-    """``RetryPolicy`` with jitter that can be turned off (``retry.jitter: false``)."""
-
-    jitter: bool = True
-
-    def backoff(self, attempt: int) -> float:
-        if self.jitter:
-            return super().backoff(attempt)
-        return min(self.max_backoff, self.initial_backoff * self.multiplier ** (attempt - 1))
-
-
-def retry_policy(config: RetryConfig) -> SupervisorRetryPolicy:
+def retry_policy(config: RetryConfig) -> RetryPolicy:
     # No overall deadline: the delegation's own timeout bounds a delegation, retries included.
-    return SupervisorRetryPolicy(
+    return RetryPolicy(
         max_attempts=config.max_attempts,
         initial_backoff=config.initial_backoff,
         max_backoff=config.max_backoff,
@@ -109,7 +97,7 @@ class AgentEntry:
     """One agent: its configuration, what discovery found, and its client."""
 
     config: AgentConfig
-    retry: SupervisorRetryPolicy
+    retry: RetryPolicy
     breaker: CircuitBreaker
     timeout: float
     obj: Agent | None = None

@@ -22,11 +22,11 @@ import pytest
 from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, RetryBudget, RetryPolicy, ServerConfig
+from a2a.backoff import parse_retry_after
 from a2a.client.retry import is_retryable
 from a2a.errors import HTTPStatusError, RequestTimeoutError, TaskNotFoundError, TransportError
 from a2a.loader import load_object
 from a2a.server import JSONRPC_PATH, REST_PATH
-from a2a.transport.http import parse_retry_after
 from a2a.types import Message, Task, TaskState
 
 ECHO = Path(__file__).resolve().parents[1] / "examples" / "echo_agent.py"

@@ -184,3 +184,20 @@ async def test_the_server_resumes_exactly_after_last_event_id(server: A2AServer,
     # The task ended, but its events are retained: exactly those after 7, once each.
     total = len(events)
     assert ids == [str(seq) for seq in range(8, total + 1)]
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON", "WEBSOCKET"])
+async def test_follow_picks_a_task_up_after_an_event_id(server: A2AServer, binding: str) -> None:
+    assert server.url is not None
+    async with A2AClient(server.url, binding=binding, retry=RetryPolicy.none(), timeout=10) as client:
+        seen = [e.payload async for e in client.stream("go")]
+        task = seen[0]
+        assert isinstance(task, Task)
+        # Event ids are the task's sequence numbers, from 1: exactly the events after the 7th.
+        after = [e.payload async for e in client.follow(task.id, after_event_id="7")]
+        # Without an event id, a task that has ended is its final state (subscribe would refuse).
+        final = [e.payload async for e in client.follow(task.id)]
+        with pytest.raises(ValueError, match="after_event_id"):
+            await client.follow(task.id, after_event_id="seven").__anext__()
+    assert after == seen[7:]
+    assert len(final) == 1 and isinstance(final[0], Task) and final[0].status.state == TaskState.COMPLETED

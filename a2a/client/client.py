@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import shlex
 import uuid
@@ -39,9 +40,7 @@ def _rest(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
 
 
 def _websocket(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
-    return WebSocketTransport(
-        interface.url, headers=client._connection_headers(), tenant=interface.tenant, retry=client.retry
-    )
+    return WebSocketTransport(interface.url, headers=client._connection_headers(), tenant=interface.tenant)
 
 
 #: protocolBinding → how to make its transport for an interface of the card.
@@ -79,9 +78,9 @@ def user_message(
 class _StreamPosition:
     """What a stream has delivered: the task and the last event id, to resume it exactly."""
 
-    def __init__(self) -> None:
-        self.task_id: str | None = None
-        self.seq: int | None = None
+    def __init__(self, task_id: str | None = None, seq: int | None = None) -> None:
+        self.task_id = task_id
+        self.seq = seq
 
     @property
     def resumable(self) -> bool:
@@ -92,12 +91,31 @@ class _StreamPosition:
         payload = item.event.payload
         if self.task_id is None:
             self.task_id = payload.id if isinstance(payload, t.Task) else getattr(payload, "task_id", None)
-        if item.event_id is not None and item.event_id.isdigit():
-            seq = int(item.event_id)
+        seq = _seq(item.event_id)
+        if seq is not None:
             if self.seq is not None and seq <= self.seq:
                 return False
             self.seq = seq
         return True
+
+    def mark(self, exc: TransportError) -> None:
+        """Say on the error that ends the stream where it stood (for ``A2AClient.follow``)."""
+        exc.task_id = self.task_id
+        exc.last_event_id = None if self.seq is None else str(self.seq)
+
+
+def _seq(event_id: str | None) -> int | None:
+    """The sequence number an event id stands for (a2a-net's ids are whole numbers), or ``None``."""
+    return int(event_id) if event_id is not None and event_id.isascii() and event_id.isdigit() else None
+
+
+async def _open(
+    transport: ClientTransport, spec: MethodSpec, params: Any, after: int | None, timeout: float | None
+) -> tuple[AsyncIterator[StreamItem], StreamItem | None]:
+    """A stream and its first event (``None``: it ended at once). Opening counts as done only once
+    an event arrived, so that a stream refused or broken at once is retried like a call."""
+    events = transport.stream(spec, params, timeout=timeout, last_event_id=after).__aiter__()
+    return events, await anext(events, None)
 
 
 class A2AClient:
@@ -165,7 +183,7 @@ class A2AClient:
             return self._transport
         async with self._connect_lock:
             if self._transport is None and self.card is None and self.url and is_connection_target(self.url):
-                self._transport = transport_for_target(self.url, headers=self._connection_headers(), retry=self.retry)
+                self._transport = transport_for_target(self.url, headers=self._connection_headers())
             if self._transport is None:
                 if self.card is None:
                     if self.url is None:
@@ -207,54 +225,56 @@ class A2AClient:
         per_call = self.timeout if timeout is None else timeout
         return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
 
-    async def _stream(self, method: str, params: Any, timeout: float | None = None) -> AsyncIterator[StreamItem]:
-        """Retried until the first event arrives. After that, a broken connection is resumed:
-        the task's stream is asked for again from the last event seen (``Last-Event-ID``), so
-        the caller gets every event once, in order, as long as the server still retains them."""
+    async def _stream(
+        self,
+        method: str,
+        params: Any,
+        timeout: float | None = None,
+        *,
+        position: _StreamPosition | None = None,
+        settle: bool = False,
+    ) -> AsyncIterator[StreamItem]:
+        """The client's one stream resumer (transports only raise a retryable error).
+
+        Opening is retried until the first event arrives. After that, a broken connection is
+        resumed: the task's stream is asked for again after the last event seen
+        (``Last-Event-ID``), so the caller gets every event once, in order, as long as the server
+        still retains them. A task that ended while we were away (with ``settle``: also one that
+        had ended before) is delivered as its final ``Task``. The error that ends a stream for
+        good says where it stood (``TransportError.task_id`` and ``last_event_id``)."""
         transport = await self.connect()
-        spec = METHODS[method]
         per_call = self.timeout if timeout is None else timeout
-        position = _StreamPosition()
-
-        async def open_stream(
-            spec: MethodSpec, params: Any, last: int | None
-        ) -> tuple[AsyncIterator[StreamItem], StreamItem | None]:
-            events = transport.stream(spec, params, timeout=per_call, last_event_id=last).__aiter__()
+        position = position or _StreamPosition()
+        spec, what = METHODS[method], method
+        while True:
             try:
-                return events, await events.__anext__()
-            except StopAsyncIteration:
-                return events, None
-
-        events, first = await self.retry.run(lambda: open_stream(spec, params, None), what=method)
-        try:
-            item = first
-            while item is not None:
-                if position.fresh(item):
-                    yield item
-                try:
-                    item = await events.__anext__()
-                except StopAsyncIteration:
-                    return
-                except TransportError as exc:
-                    if not exc.retryable or not position.resumable:
-                        raise
-                    log.info(
-                        "stream of task %s broke (%s); resuming after event %s", position.task_id, exc, position.seq
-                    )
-                    await events.aclose()  # type: ignore[attr-defined]
-                    resume = t.SubscribeToTaskRequest(id=position.task_id or "")
-                    try:
-                        events, item = await self.retry.run(
-                            lambda resume=resume: open_stream(METHODS["SubscribeToTask"], resume, position.seq),  # type: ignore[misc]
-                            what=f"resume the stream of task {position.task_id}",
-                        )
-                    except UnsupportedOperationError:
-                        # The task ended and its events are no longer kept: its final state
-                        # ends the stream.
-                        yield StreamItem(t.StreamResponse(task=await self.get_task(resume.id)))
-                        return
-        finally:
-            await events.aclose()  # type: ignore[attr-defined]
+                events, item = await self.retry.run(
+                    functools.partial(_open, transport, spec, params, position.seq, per_call), what=what
+                )
+            except UnsupportedOperationError:
+                if not settle or position.task_id is None:
+                    raise
+                # The task ended and its events are no longer kept: its final state ends the stream.
+                yield StreamItem(t.StreamResponse(task=await self.get_task(position.task_id)))
+                return
+            except TransportError as exc:
+                position.mark(exc)
+                raise
+            try:
+                while item is not None:
+                    if position.fresh(item):
+                        yield item
+                    item = await anext(events, None)
+                return
+            except TransportError as exc:
+                if not exc.retryable or not position.resumable:
+                    position.mark(exc)
+                    raise
+                log.info("stream of task %s broke (%s); resuming after event %s", position.task_id, exc, position.seq)
+            finally:
+                await events.aclose()  # type: ignore[attr-defined]
+            spec, params = METHODS["SubscribeToTask"], t.SubscribeToTaskRequest(id=position.task_id or "")
+            what, settle = f"resume the stream of task {position.task_id}", True
 
     async def send(
         self,
@@ -352,6 +372,23 @@ class A2AClient:
     async def subscribe(self, task_id: str) -> AsyncIterator[t.StreamResponse]:
         """The task now, then its events until it ends or asks for input."""
         async for item in self._stream("SubscribeToTask", t.SubscribeToTaskRequest(id=task_id)):
+            yield item.event
+
+    async def follow(self, task_id: str, *, after_event_id: str | None = None) -> AsyncIterator[t.StreamResponse]:
+        """Follow a task to its end (or until it asks for input), from an event id on.
+
+        With ``after_event_id`` (the id of the last event you saw, such as ``last_event_id`` of
+        the ``TransportError`` that ended a stream), exactly the events after it, while the
+        server still retains them; without it, the task now, then its events. A task that has
+        ended (and whose events are no longer kept) yields its final ``Task``, where
+        ``subscribe`` raises. A broken connection is resumed, as on every stream.
+        """
+        after = _seq(after_event_id)
+        if after_event_id is not None and after is None:
+            raise ValueError(f"after_event_id {after_event_id!r} is not an event id of a2a-net (a whole number)")
+        position = _StreamPosition(task_id, after)
+        request = t.SubscribeToTaskRequest(id=task_id)
+        async for item in self._stream("SubscribeToTask", request, position=position, settle=True):
             yield item.event
 
     async def create_push_config(

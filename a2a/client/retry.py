@@ -1,5 +1,9 @@
 """Retries as a policy: capped exponential backoff with full jitter, a deadline, and a budget.
 
+``RetryPolicy.run`` is the one retry loop of the client (calls, card discovery, opening and
+resuming streams) and of the supervisor's delegations; ``on_retry`` tells a caller about each
+retry (the supervisor turns them into progress events).
+
 Only failures that are safe to retry are retried: the connection was refused, reset or
 broke; the peer said 429, 502, 503 or 504. SendMessage is safe to retry because the client
 resends the same ``messageId`` and the server answers a repeat with the original task.
@@ -9,15 +13,15 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from ..backoff import Backoff
 from ..errors import HTTPStatusError, RequestTimeoutError, TransportError
 
-__all__ = ["RetryBudget", "RetryPolicy", "is_retryable"]
+__all__ = ["RetryBudget", "RetryHook", "RetryPolicy", "is_retryable"]
 
 log = logging.getLogger("a2a.client")
 
@@ -58,8 +62,16 @@ class RetryBudget:
         return self._tokens
 
 
+#: Told of every retry before its wait: the attempt that failed (1 for the first), its error, and
+#: the seconds until the next attempt. A progress display uses it; it must not raise.
+RetryHook = Callable[[int, Exception, float], None]
+
+
 @dataclass
 class RetryPolicy:
+    """When and how often a call is tried again: waits that grow (``schedule``), an overall
+    deadline, a limit on ``Retry-After``, a budget, and a hook told of each retry."""
+
     max_attempts: int = 4
     initial_backoff: float = 0.2
     max_backoff: float = 5.0
@@ -69,15 +81,25 @@ class RetryPolicy:
     #: Longest ``Retry-After`` the client will honour; longer ones end the retries.
     max_retry_after: float = 30.0
     budget: RetryBudget | None = field(default_factory=RetryBudget)
+    #: ``False``: every wait is its ceiling exactly, for runs that must be reproducible.
+    jitter: bool = True
+    on_retry: RetryHook | None = None
+
+    def __post_init__(self) -> None:
+        self.schedule  # noqa: B018 - refuses nonsense numbers now rather than at the first retry
+
+    @property
+    def schedule(self) -> Backoff:
+        """The waits between attempts (defaults: 4 attempts, up to ``min(5 s, 0.2 s x 2^(n-1))``)."""
+        return Backoff(self.max_attempts, self.initial_backoff, self.max_backoff, self.multiplier, self.jitter)
 
     @classmethod
     def none(cls) -> RetryPolicy:
         return cls(max_attempts=1, budget=None)
 
     def backoff(self, attempt: int) -> float:
-        """Full jitter: uniform in [0, min(max_backoff, initial * multiplier**(attempt-1))]."""
-        cap = min(self.max_backoff, self.initial_backoff * self.multiplier ** (attempt - 1))
-        return random.uniform(0.0, cap)
+        """The wait after failed attempt ``attempt`` (from ``schedule``; a subclass may change it)."""
+        return self.schedule.delay(attempt)
 
     async def run(self, attempt_fn: Callable[[], Awaitable[T]], *, what: str) -> T:
         """Run ``attempt_fn`` until it succeeds, fails for good, or the policy says stop."""
@@ -106,11 +128,13 @@ class RetryPolicy:
                 if delay is None:
                     raise
                 log.info("retrying %s in %.2fs after attempt %d failed: %s", what, delay, attempt, exc)
+                if self.on_retry is not None:
+                    self.on_retry(attempt, exc, delay)
                 previous = exc
                 await asyncio.sleep(delay)
 
     def _next_delay(self, exc: Exception, attempt: int, started: float) -> float | None:
-        if not is_retryable(exc) or attempt >= self.max_attempts:
+        if not is_retryable(exc) or self.schedule.exhausted(attempt):
             return None
         delay = self.backoff(attempt)
         if isinstance(exc, HTTPStatusError) and exc.retry_after is not None:

@@ -27,7 +27,9 @@ class ClientTransport(abc.ABC):
 
     Implementations raise ``ProtocolError`` subclasses for errors the peer sent, and
     ``TransportError`` (with ``retryable``) or ``RequestTimeoutError`` for failures on the way.
-    Retries are not theirs to do: the client applies its policy around them.
+    Retries and resuming are not theirs to do: the client applies its policy around them. A
+    stream yields each event with its id, and a broken one raises a retryable error; the client
+    resumes it from the last id (``last_event_id``).
     """
 
     @abc.abstractmethod

@@ -6,8 +6,6 @@ httpx's failures into our errors; they differ only in how a call is framed.
 
 from __future__ import annotations
 
-import email.utils
-import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
 from urllib.parse import quote
@@ -16,6 +14,7 @@ import httpx
 import msgspec
 
 from .. import types as t
+from ..backoff import parse_retry_after
 from ..errors import (
     HTTPStatusError,
     InvalidResponseError,
@@ -30,23 +29,9 @@ from ..protocol.methods import MethodSpec
 from ..protocol.sse import SSEDecoder
 from .base import ClientTransport, StreamItem
 
-__all__ = ["JsonRpcTransport", "RestTransport", "http_error", "parse_retry_after", "translate_httpx_error"]
+__all__ = ["JsonRpcTransport", "RestTransport", "http_error", "translate_httpx_error"]
 
 _REST_MEDIA_TYPE = "application/a2a+json"
-
-
-def parse_retry_after(value: str | None) -> float | None:
-    """``Retry-After`` in seconds (delta-seconds or an HTTP date), or ``None``."""
-    if not value:
-        return None
-    value = value.strip()
-    if value.isdigit():
-        return float(value)
-    try:
-        when = email.utils.parsedate_to_datetime(value)
-    except (TypeError, ValueError):
-        return None
-    return max(0.0, when.timestamp() - time.time())
 
 
 def translate_httpx_error(exc: httpx.HTTPError, url: str) -> Exception:

@@ -13,7 +13,7 @@ from collections.abc import Mapping
 
 from .multiplex import ConnectionTransport
 from .stdio import StdioTransport
-from .ws import Retrier, WebSocketTransport
+from .ws import WebSocketTransport
 
 __all__ = ["STDIO_PREFIX", "is_connection_target", "stdio_argv", "transport_for_target"]
 
@@ -39,11 +39,9 @@ def stdio_argv(target: str) -> list[str]:
     return argv
 
 
-def transport_for_target(
-    target: str, *, headers: Mapping[str, str], retry: Retrier | None = None
-) -> ConnectionTransport:
+def transport_for_target(target: str, *, headers: Mapping[str, str]) -> ConnectionTransport:
     if target.startswith(STDIO_PREFIX):
         return StdioTransport(stdio_argv(target), headers=headers)
     if target.startswith(("ws://", "wss://")):
-        return WebSocketTransport(target, headers=headers, retry=retry)
+        return WebSocketTransport(target, headers=headers)
     raise ValueError(f"{target!r} is neither a ws:// or wss:// URL nor a stdio: command line")

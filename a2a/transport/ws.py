@@ -1,44 +1,33 @@
 """The WebSocket transport: every call on one connection (``websockets``), multiplexed by id.
 
 The version and credentials travel once, as headers of the upgrade. A dropped connection fails
-the calls in flight with a retryable ``TransportError`` (the client's retry policy resends them
-on a new connection), and the streams this transport was following carry on: it reconnects
-(with the same policy) and resubscribes with ``SubscribeToTask``, skipping events it already
-delivered (by ``seq``). A task that ended in the meantime is delivered as its final ``Task``.
+the calls and streams in flight with a retryable ``TransportError``; the next call opens a new
+connection. Retrying and resuming are the client's (``A2AClient``): it resends the calls and
+resumes the streams from the last event id (each event carries its ``seq`` as its id).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from typing import Any, Protocol, TypeVar
+from typing import Any
 
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidHandshake, InvalidStatus, InvalidURI
 
 from .. import types as t
-from ..errors import (
-    HTTPStatusError,
-    InvalidResponseError,
-    ProtocolError,
-    TransportError,
-    UnsupportedOperationError,
-)
+from ..backoff import parse_retry_after
+from ..errors import HTTPStatusError, InvalidResponseError, ProtocolError, TransportError
 from ..protocol.connection import MAX_IN_FLIGHT_HEADER, WEBSOCKET_BINDING
 from ..protocol.jsonrpc import decode_response
 from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
 from ..protocol.methods import MethodSpec
 from .base import StreamItem
-from .http import parse_retry_after
-from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, StreamEvent, with_tenant
+from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, with_tenant
 
-__all__ = ["Retrier", "WebSocketTransport"]
+__all__ = ["WebSocketTransport"]
 
-log = logging.getLogger("a2a.transport")
-
-T = TypeVar("T")
 
 #: Close codes after which reconnecting may help (the server went away or restarts, the
 #: network dropped); the others mean this client broke a rule and would break it again.
@@ -46,17 +35,6 @@ _RETRYABLE_CLOSE = frozenset({1000, 1001, 1006, 1011, 1012, 1013, 1014})
 _PROTOCOL_ERROR = 1002
 #: How long a close waits for the server's close frame.
 _CLOSE_TIMEOUT = 5.0
-
-
-class Retrier(Protocol):
-    """What the transport needs of a retry policy (``a2a.client.RetryPolicy`` is one)."""
-
-    async def run(self, attempt_fn: Callable[[], Awaitable[T]], *, what: str) -> T: ...
-
-
-class _Once:
-    async def run(self, attempt_fn: Callable[[], Awaitable[T]], *, what: str) -> T:
-        return await attempt_fn()
 
 
 class _Connection:
@@ -112,30 +90,6 @@ def _refused(exc: InvalidStatus, url: str) -> Exception:
     )
 
 
-def _task_id(event: t.StreamResponse) -> str | None:
-    payload = event.payload
-    if isinstance(payload, t.Task):
-        return payload.id
-    return getattr(payload, "task_id", None)
-
-
-class _Followed:
-    """What a stream has delivered so far: enough to resume it on a new connection."""
-
-    def __init__(self, task_id: str | None) -> None:
-        self.task_id = task_id
-        self.last_seq = 0
-
-    def fresh(self, event: StreamEvent) -> bool:
-        if self.task_id is None:
-            self.task_id = _task_id(event.item.event)
-        if event.seq:
-            if event.seq <= self.last_seq:
-                return False
-            self.last_seq = event.seq
-        return True
-
-
 class WebSocketTransport(ConnectionTransport):
     """A2A over one WebSocket (``ws://`` or ``wss://``), as the card's WebSocket interface names it."""
 
@@ -147,7 +101,6 @@ class WebSocketTransport(ConnectionTransport):
         *,
         headers: Mapping[str, str] | None = None,
         tenant: str | None = None,
-        retry: Retrier | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
         ping_interval: float | None = 20.0,
@@ -157,7 +110,6 @@ class WebSocketTransport(ConnectionTransport):
         self.url = url
         self.headers = dict(headers or {})
         self.tenant = tenant
-        self.retry: Retrier = retry or _Once()
         self.max_in_flight = max_in_flight
         self.max_message_bytes = max_message_bytes
         self.ping_interval = ping_interval
@@ -236,58 +188,10 @@ class WebSocketTransport(ConnectionTransport):
     async def stream(
         self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
     ) -> AsyncIterator[StreamItem]:
-        params = with_tenant(params, self.tenant)
         conn = await self._connection(timeout)
-        followed = _Followed(params.id if method.name == "SubscribeToTask" else None)
-        if last_event_id is not None:
-            followed.last_seq = last_event_id
-        events: AsyncIterator[StreamEvent] = conn.mux.stream(method.name, params, last_event_id)
+        events = conn.mux.stream(method.name, with_tenant(params, self.tenant), last_event_id)
         try:
-            while True:
-                try:
-                    async for event in events:
-                        if followed.fresh(event):
-                            yield event.item
-                    return
-                except TransportError as exc:
-                    if not exc.retryable or followed.task_id is None or self._closed:
-                        raise
-                    log.info("WebSocket stream of task %s dropped (%s); resubscribing", followed.task_id, exc)
-                await events.aclose()  # type: ignore[attr-defined]
-                events = await self.retry.run(
-                    lambda: self._resubscribe(followed, timeout), what=f"resubscribe to task {followed.task_id}"
-                )
+            async for event in events:
+                yield event.item
         finally:
             await events.aclose()  # type: ignore[attr-defined]
-
-    async def _resubscribe(self, followed: _Followed, timeout: float | None) -> AsyncIterator[StreamEvent]:
-        """A new stream of the task, on a new connection; its first event is already received."""
-        assert followed.task_id is not None
-        conn = await self._connection(timeout)
-        request = t.SubscribeToTaskRequest(id=followed.task_id, tenant=self.tenant)
-        # The server replays exactly what came after the last event seen (while it retains them).
-        events = conn.mux.stream("SubscribeToTask", request, followed.last_seq or None)
-        try:
-            first = await events.__anext__()
-        except StopAsyncIteration:
-            return _just()
-        except UnsupportedOperationError:
-            # The task ended while we were away: its final state is the rest of the stream.
-            get = t.GetTaskRequest(id=followed.task_id, tenant=self.tenant)
-            task = await conn.mux.call("GetTask", get, t.Task, timeout=timeout)
-            return _just(StreamEvent(StreamItem(t.StreamResponse(task=task)), 0))
-        return _chain(first, events)
-
-
-async def _just(*events: StreamEvent) -> AsyncIterator[StreamEvent]:
-    for event in events:
-        yield event
-
-
-async def _chain(first: StreamEvent, rest: AsyncIterator[StreamEvent]) -> AsyncIterator[StreamEvent]:
-    try:
-        yield first
-        async for event in rest:
-            yield event
-    finally:
-        await rest.aclose()  # type: ignore[attr-defined]

@@ -56,12 +56,14 @@ async def wait_exit(pid: int, timeout: float) -> bool:
 
 
 class CuttableProxy:
-    """A loopback TCP proxy whose connections the test can cut, and which can hold new ones."""
+    """A loopback TCP proxy whose connections the test can cut, and which can hold new ones (or,
+    while ``refusing``, drop them at once)."""
 
     def __init__(self, target_port: int) -> None:
         self.target_port = target_port
         self.open = asyncio.Event()
         self.open.set()
+        self.refusing = False
         self.accepted = 0
         self._pipes: set[asyncio.Task[None]] = set()
         self._writers: set[asyncio.StreamWriter] = set()
@@ -74,6 +76,9 @@ class CuttableProxy:
 
     async def _client(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self.accepted += 1
+        if self.refusing:
+            writer.transport.abort()
+            return
         self._writers.add(writer)
         current = asyncio.current_task()
         assert current is not None

@@ -10,6 +10,7 @@ from typing import Any
 
 import aiohttp
 import pytest
+from aiohttp import web
 from websockets.asyncio.client import ClientConnection, connect
 from websockets.exceptions import ConnectionClosed, InvalidStatus
 
@@ -359,3 +360,54 @@ async def test_a_client_rule_violation_is_not_retried(echo_agent: Agent) -> None
             await client.send("x" * 5000)
     assert "1009" in str(failed.value)
     assert not failed.value.retryable
+
+
+class _DroppingAgent:
+    """A WebSocket peer that answers a task's first stream with one event, then drops every
+    connection (close 1011, which a client may retry) as soon as a request arrives."""
+
+    def __init__(self) -> None:
+        self.connections = 0
+        self.requests: list[tuple[str, int | None]] = []
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        self.connections += 1
+        ws = web.WebSocketResponse()
+        await ws.prepare(request)
+        frame = json.loads((await ws.receive(timeout=BOUND)).data)
+        self.requests.append((frame["method"], frame.get("lastEventId")))
+        if len(self.requests) == 1:
+            task = {"id": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_WORKING"}}
+            await ws.send_str(json.dumps({"jsonrpc": "2.0", "id": frame["id"], "result": {"task": task}, "seq": 1}))
+        await ws.close(code=aiohttp.WSCloseCode.INTERNAL_ERROR)
+        return ws
+
+
+async def test_a_dropped_stream_is_resumed_by_the_client_alone_so_attempts_do_not_multiply() -> None:
+    peer = _DroppingAgent()
+    app = web.Application()
+    app.router.add_get("/a2a/ws", peer.handle)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    attempts = 3
+    policy = RetryPolicy(max_attempts=attempts, initial_backoff=0.001, max_backoff=0.01, budget=None)
+    try:
+        async with A2AClient(f"ws://127.0.0.1:{port}/a2a/ws", retry=policy, timeout=BOUND) as client:
+            events = client.subscribe("t1")
+            async with asyncio.timeout(BOUND):
+                first = await events.__anext__()
+                with pytest.raises(TransportError) as dropped:
+                    await events.__anext__()
+    finally:
+        await runner.cleanup()
+    assert isinstance(first.payload, t.Task)
+    # The first stream, then one resume per attempt of the policy: the transport retries nothing
+    # itself (it used to resubscribe with the client's policy too: 16 connections here).
+    assert peer.connections == 1 + attempts
+    assert peer.requests == [("SubscribeToTask", None)] + [("SubscribeToTask", 1)] * attempts
+    # The error says where the stream stood, to follow the task from there later.
+    assert dropped.value.retryable
+    assert (dropped.value.task_id, dropped.value.last_event_id) == ("t1", "1")

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import random
+import time
 from dataclasses import replace
 
 import pytest
@@ -203,6 +205,25 @@ async def test_retry_after_is_honoured(receiver: Receiver) -> None:
 
     receiver.behaviour = busy_once
     policy = replace(FAST, max_backoff=0.3)  # caps the 1 s Retry-After at 0.3 s
+    async with PushNotifier(InMemoryPushStore(), guard=LOOPBACK, policy=policy) as notifier:
+        await notifier.create("t1", "", "", config(receiver.url("h")))
+        await notifier.notify("t1", event("t1", 1))
+        await receiver.wait_for(lambda hits: _delivered(hits) == {1})
+    assert times[1] - times[0] >= 0.29
+
+
+async def test_retry_after_as_an_http_date_is_honoured_too(receiver: Receiver) -> None:
+    """The HTTP-date form of Retry-After (RFC 9110) counts like delta-seconds."""
+    loop = asyncio.get_running_loop()
+    times: list[float] = []
+    later = email.utils.formatdate(time.time() + 30, usegmt=True)
+
+    async def busy_once(_hit: Hit) -> tuple[int, bool, dict[str, str]]:
+        times.append(loop.time())
+        return (429, False, {"Retry-After": later}) if len(times) == 1 else (200, True, {})
+
+    receiver.behaviour = busy_once
+    policy = replace(FAST, max_backoff=0.3)  # caps the 30 s Retry-After at 0.3 s
     async with PushNotifier(InMemoryPushStore(), guard=LOOPBACK, policy=policy) as notifier:
         await notifier.create("t1", "", "", config(receiver.url("h")))
         await notifier.notify("t1", event("t1", 1))

@@ -14,6 +14,7 @@ from a2a import A2AClient, A2AServer, ServerConfig
 from a2a.metadata import DEPTH_KEY
 from a2a.types import TaskState
 from supervisor import Supervisor, events
+from tests.bindings._bindings_support import CuttableProxy
 from tests.supervisor.agents import WAIT, FlakyServer, Probe, asking, hanging, serving, worker
 from tests.supervisor.conftest import FAST_RETRY
 
@@ -324,3 +325,40 @@ async def test_leaving_the_event_stream_early_cancels_the_run() -> None:
         async with A2AClient(url) as client:
             task = await client.get_task(task_id or "")
     assert task.status.state == TaskState.CANCELED
+
+
+async def test_a_stream_the_client_cannot_resume_is_followed_from_the_last_event_seen() -> None:
+    probe = Probe(hold=True)
+    async with A2AServer(worker("A", probe, partial="half way"), config=ServerConfig(port=0)) as server:
+        assert server.url is not None
+        proxy = CuttableProxy(int(server.url.rsplit(":", 1)[1]))
+        await proxy.start()
+        # No jitter: the retry waits 50 ms, time for this test to see the retry event first.
+        retry = {"retry": {"max_attempts": 4, "initial_backoff": 0.05, "jitter": False}}
+        sup = Supervisor(
+            [{"name": "A", "url": f"ws://127.0.0.1:{proxy.port}/a2a/ws"}], checkpoint={"backend": "memory"}, a2a=retry
+        )
+        seen: list[events.Event] = []
+        try:
+            async with asyncio.timeout(WAIT):
+                async for event in sup.stream("work on apples"):
+                    seen.append(event)
+                    if isinstance(event, events.DelegationProgress) and event.events == 3 and not proxy.refusing:
+                        # Task, WORKING, the partial artifact: then the connection drops, and
+                        # the client's own attempt to resume is refused too.
+                        proxy.refusing = True
+                        proxy.cut()
+                    elif isinstance(event, events.DelegationRetrying):
+                        proxy.refusing = False
+                        probe.release()
+        finally:
+            await proxy.close()
+    result = seen[-1].result  # type: ignore[attr-defined]
+    assert result.status == "completed", result.final
+    (delegation,) = result.delegations
+    retries = [e for e in seen if isinstance(e, events.DelegationRetrying)]
+    assert len(retries) == 1 and delegation.attempts == 2
+    # Followed after event 3 (the result artifact and COMPLETED only), not from the task's
+    # current state again, and never sent again.
+    assert delegation.events == 5
+    assert list(probe.executions.values()) == [1]

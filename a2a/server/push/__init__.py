@@ -41,8 +41,8 @@ that took over): receivers de-duplicate by ``X-A2A-Event-Id`` (or ``taskId`` + `
 **Retries.** One attempt (name resolution, connection, request, answer headers) has 10 s. After
 the k-th consecutive failed attempt to a config, the next waits a random time, uniform in
 ``[0, min(120 s, 1 s x 2^(k-1))]`` (capped exponential backoff with full jitter); on 429 or 503 a
-``Retry-After`` in seconds raises that wait, up to 120 s. The count of consecutive failures is
-kept in the store (a restart does not reset it) and goes back to 0 on a delivery.
+``Retry-After`` (seconds or an HTTP date) raises that wait, up to 120 s. The count of consecutive
+failures is kept in the store (a restart does not reset it) and goes back to 0 on a delivery.
 
 **Failed configs.** After 10 consecutive failed attempts (so a dead receiver gets 10 attempts,
 over at most about 6 minutes of waits plus 10 timeouts) the config is declared failed: its

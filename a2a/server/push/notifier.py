@@ -19,7 +19,6 @@ import base64
 import binascii
 import builtins
 import logging
-import random
 import re
 import ssl
 import time
@@ -29,6 +28,7 @@ from dataclasses import dataclass
 import httpx
 import msgspec
 
+from ...backoff import Backoff, parse_retry_after
 from ...errors import InvalidParamsError
 from ...ssrf import (
     ForbiddenTargetError,
@@ -88,12 +88,13 @@ class DeliveryPolicy:
     lease_ttl: float = 60.0
     #: How often queues without a worker (left by a restart, or a dead replica) are looked for.
     resume_interval: float = 30.0
+    #: ``False``: every wait is its ceiling exactly.
+    jitter: bool = True
 
     def __post_init__(self) -> None:
-        if self.max_attempts < 1 or self.max_pending < 1 or self.max_configs_per_task < 1 or self.max_concurrency < 1:
-            raise ValueError("max_attempts, max_pending, max_configs_per_task and max_concurrency must be at least 1")
-        if self.initial_backoff < 0 or self.max_backoff < 0 or self.multiplier < 1:
-            raise ValueError("backoffs must be >= 0 and the multiplier >= 1")
+        self.schedule  # noqa: B018 - the backoff refuses nonsense numbers
+        if self.max_pending < 1 or self.max_configs_per_task < 1 or self.max_concurrency < 1:
+            raise ValueError("max_pending, max_configs_per_task and max_concurrency must be at least 1")
         if self.attempt_timeout <= 0 or self.lease_ttl < 3 * self.attempt_timeout:
             raise ValueError(
                 f"lease_ttl ({self.lease_ttl}s) must be at least 3 x attempt_timeout ({self.attempt_timeout}s), "
@@ -102,10 +103,15 @@ class DeliveryPolicy:
         if self.resume_interval <= 0:
             raise ValueError("resume_interval must be > 0")
 
+    @property
+    def schedule(self) -> Backoff:
+        """The waits between failed attempts to one config."""
+        return Backoff(self.max_attempts, self.initial_backoff, self.max_backoff, self.multiplier, self.jitter)
+
     def backoff(self, failures: int, retry_after: float | None = None) -> float:
-        """Full jitter, capped; a receiver's ``Retry-After`` (also capped) is a lower bound."""
-        cap = min(self.max_backoff, self.initial_backoff * self.multiplier ** max(failures - 1, 0))
-        delay = random.uniform(0.0, cap)
+        """The wait after ``failures`` consecutive failures; a receiver's ``Retry-After`` (capped
+        at ``max_backoff``) is a lower bound."""
+        delay = self.schedule.delay(failures)
         if retry_after is not None:
             delay = max(delay, min(retry_after, self.max_backoff))
         return delay
@@ -381,7 +387,7 @@ class PushNotifier:
                 self.policy.max_attempts,
                 outcome.detail,
             )
-            if failures >= self.policy.max_attempts:
+            if self.policy.schedule.exhausted(failures):
                 dropped = await self.store.fail_config(*key)
                 log.warning(
                     "push: config %s of task %s (%s) declared failed after %d consecutive failed attempts; "
@@ -423,7 +429,8 @@ class PushNotifier:
         status = response.status_code
         if 200 <= status < 300:
             return _Outcome(True)
-        return _Outcome(False, f"HTTP {status}", _retry_after(response) if status in (429, 503) else None)
+        retry_after = parse_retry_after(response.headers.get("retry-after")) if status in (429, 503) else None
+        return _Outcome(False, f"HTTP {status}", retry_after)
 
     async def _check_target(self, url: str) -> None:
         if len(url) > MAX_URL_LENGTH:
@@ -489,11 +496,6 @@ async def _discard_body(response: httpx.Response) -> None:
         read += len(chunk)
         if read > MAX_RESPONSE_BYTES:
             return
-
-
-def _retry_after(response: httpx.Response) -> float | None:
-    value = response.headers.get("retry-after", "").strip()
-    return float(value) if value.isdigit() else None
 
 
 def _origin(url: str) -> str:
