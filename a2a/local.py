@@ -12,11 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .client.client import A2AClient
+from .errors import ProtocolError
 from .protocol.codec import decoder_for, encode
 from .protocol.methods import MethodSpec
 from .server.agent import Agent
 from .server.app import A2AServer
 from .server.handler import CallContext, RequestHandler
+from .server.http_common import internal_error
 from .server.store import TaskStore
 from .transport.base import ClientTransport, StreamItem
 from .types import AgentCard, AgentInterface, StreamResponse
@@ -32,12 +34,25 @@ def _copy(obj: Any, tp: type | None) -> Any:
 
 
 class LocalTransport(ClientTransport):
-    def __init__(self, handler: RequestHandler, *, principal: str | None = None) -> None:
+    """Calls ``handler`` directly, as ``principal`` (an in-process caller is trusted: no credentials).
+
+    ``owns_handler``: closing the transport shuts the handler down (``local_client`` made it for
+    this transport alone); otherwise the handler's owner (e.g. an ``A2AServer``) stops it, and
+    closing one connection leaves the others served, as on the network bindings.
+    """
+
+    def __init__(self, handler: RequestHandler, *, principal: str | None = None, owns_handler: bool = False) -> None:
         self.handler = handler
         self.context = CallContext(principal)
+        self.owns_handler = owns_handler
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        result = await self.handler.call(method.name, _copy(params, method.request_type), self.context)
+        try:
+            result = await self.handler.call(method.name, _copy(params, method.request_type), self.context)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as on the wire: a fault is a generic -32603
+            raise internal_error(exc) from None
         return _copy(result, method.result_type)
 
     async def stream(
@@ -46,21 +61,31 @@ class LocalTransport(ClientTransport):
         context = (
             self.context if last_event_id is None else dataclasses.replace(self.context, last_event_id=last_event_id)
         )
-        events = self.handler.stream(method.name, _copy(params, method.request_type), context)
-        async for logged in events:
-            event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
-            yield StreamItem(event, str(logged.seq) if logged.seq else None)
+        try:
+            events = self.handler.stream(method.name, _copy(params, method.request_type), context)
+            async for logged in events:
+                event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
+                yield StreamItem(event, str(logged.seq) if logged.seq else None)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - as on the wire: a fault is a generic -32603
+            raise internal_error(exc) from None
 
     async def close(self) -> None:
-        await self.handler.shutdown()
+        if self.owns_handler:
+            await self.handler.shutdown()
 
 
-def local_card(agent: Agent) -> AgentCard:
-    """The agent's card with one in-process interface."""
-    return agent.build_card([AgentInterface(url=f"local:{agent.name}", protocol_binding=LOCAL_BINDING)])
+def local_card(handler: RequestHandler) -> AgentCard:
+    """The card of the agent ``handler`` serves, with one in-process interface (and push
+    notifications offered when the handler offers them, as a server's card says)."""
+    agent = handler.agent
+    interface = AgentInterface(url=f"local:{agent.name}", protocol_binding=LOCAL_BINDING)
+    return agent.build_card([interface], push_notifications=handler.push is not None)
 
 
 def local_client(agent: Agent, *, store: TaskStore | None = None, principal: str | None = None) -> A2AClient:
     """An ``A2AClient`` for an agent in this process (no sockets). Close it to stop its tasks."""
     handler = A2AServer(agent, store=store).handler
-    return A2AClient(card=local_card(agent), transport=LocalTransport(handler, principal=principal))
+    transport = LocalTransport(handler, principal=principal, owns_handler=True)
+    return A2AClient(card=local_card(handler), transport=transport)

@@ -16,10 +16,8 @@ from a2a.loader import load_object
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples"
 #: The HTTP bindings: what suites that reach a server by its URL run over (``binding`` below).
+#: The conformance suite declares its own matrix (``tests/conformance/conftest.py``).
 HTTP_BINDINGS = ["JSONRPC", "HTTP+JSON"]
-#: Every binding: the HTTP ones, then our WebSocket and stdio bindings. The conformance suite
-#: runs its client-level tests over all of them (see ``tests/conformance/conftest.py``).
-ALL_BINDINGS = [*HTTP_BINDINGS, "WEBSOCKET", "STDIO"]
 BINDINGS = HTTP_BINDINGS
 
 

@@ -18,6 +18,8 @@ from typing import IO, Any
 
 import pytest
 
+pytestmark = pytest.mark.slow  # every test starts `a2a` processes
+
 ROOT = Path(__file__).resolve().parents[1]
 ECHO_TARGET = "examples/echo_agent.py:agent"
 #: Every client command gets this long; a server this long to print its address.

@@ -36,7 +36,10 @@ RUN_TIMEOUT = 60.0
 MARKER_VAR = "A2A_DEMO_TEST_MARKER"
 MODEL_VARS = ("A2A_MODEL", "A2A_MODEL_BASE_URL", "A2A_MODEL_API_KEY", "OPENAI_API_KEY")
 
-pytestmark = pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc (Linux)")
+pytestmark = [
+    pytest.mark.skipif(not Path("/proc/self/environ").exists(), reason="needs /proc (Linux)"),
+    pytest.mark.slow,  # the demo starts its agents as processes
+]
 
 
 @functools.cache

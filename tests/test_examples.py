@@ -147,6 +147,7 @@ async def test_input_required_agent_reacts_to_cancel_while_working(
 # ---- examples/client.py --------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_client_script_talks_to_the_echo_agent(echo_server: A2AServer, binding: str) -> None:
     assert echo_server.url is not None
     env = {k: v for k, v in os.environ.items() if k not in ("A2A_TOKEN", "A2A_API_KEY")}

@@ -112,6 +112,7 @@ def test_bad_tool_set_in_the_environment_names_the_variable() -> None:
         agents.assistant.from_env({TOOLS_ENV: "files,bash"})
 
 
+@pytest.mark.slow
 def test_serving_with_a_bad_tool_set_stops_with_a_one_line_error() -> None:
     env = {**os.environ, TOOLS_ENV: "code,browser"}
     argv = [sys.executable, "-m", "a2a.cli.main", "serve", "agents.assistant:agent", "--stdio"]
@@ -364,6 +365,7 @@ async def stdio_model(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeOpen
         yield model
 
 
+@pytest.mark.slow
 async def test_over_stdio_with_tools_from_the_environment(
     ws: Path, stdio_model: FakeOpenAI, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -387,6 +389,7 @@ async def test_over_stdio_with_tools_from_the_environment(
     assert stdio_model.requests[0].tool_names == [*FILE_TOOLS, "run_python"]
 
 
+@pytest.mark.slow
 async def test_over_stdio_plain_assistant_without_a_model_fails(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = [sys.executable, "-m", "a2a.cli.main", "serve", "agents.assistant:agent", "--stdio"]
     async with A2AClient.stdio(argv, retry=RetryPolicy.none(), timeout=WAIT) as client:

@@ -365,6 +365,7 @@ async def test_a_child_that_escapes_the_group_does_not_hang_the_run(
 # ---- over stdio ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_over_stdio_structured_and_natural_language(monkeypatch: pytest.MonkeyPatch) -> None:
     argv = [sys.executable, "-m", "a2a.cli.main", "serve", "agents.code:agent", "--stdio"]
     script: list[Step] = [ToolCalls(call("run_python", code="print(sum(range(5)))")), Reply("The sum is 10.")]

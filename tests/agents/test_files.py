@@ -365,6 +365,7 @@ async def test_natural_language_writes_a_file_and_reports_usage(
 # ---- the module's own agent ---------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_module_agent_uses_the_workspace_variable_and_logs_to_stderr(tmp_path: Path) -> None:
     workspace = tmp_path / "from-env"
     env = {**os.environ, "A2A_FILES_WORKSPACE": str(workspace)}
@@ -379,6 +380,7 @@ def test_module_agent_uses_the_workspace_variable_and_logs_to_stderr(tmp_path: P
 # ---- over stdio ---------------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 async def test_over_stdio_structured_and_natural_language(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """``a2a serve agents.files:agent --stdio`` as a child: the workspace note goes to stderr, not the protocol."""
     workspace = tmp_path / "stdio-ws"

@@ -11,8 +11,9 @@ from a2a.protocol.connection import WEBSOCKET_BINDING
 
 from ._bindings_support import ECHO_STDIO
 
-#: Every binding the conformance cases run over (the HTTP ones too, as the reference).
-ALL_BINDINGS = ["JSONRPC", "HTTP+JSON", "WEBSOCKET", "STDIO"]
+#: Every binding the conformance cases run over (the HTTP ones too, as the reference); over
+#: stdio each test starts the echo agent as a child process.
+ALL_BINDINGS = ["JSONRPC", "HTTP+JSON", "WEBSOCKET", pytest.param("STDIO", marks=pytest.mark.slow)]
 
 
 def make_client(binding: str, server: A2AServer) -> A2AClient:

@@ -32,6 +32,8 @@ from a2a.transport.stdio import StdioTransport
 
 from ._bindings_support import BOUND, ECHO_STDIO, ROOT, STDLIB_AGENT, is_leftover_child, python_child, wait_exit
 
+pytestmark = pytest.mark.slow  # every test starts a child process
+
 INIT = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"serviceParameters": {"A2A-Version": "1.0"}}}
 
 

@@ -6,13 +6,18 @@ Which bindings a test runs over is decided here, once, not in the tests:
   every binding: JSON-RPC and HTTP+JSON, our WebSocket binding (the same ``A2AServer``, the
   client on the WebSocket interface of its card) and our stdio binding (``serve_stdio`` in this
   process on one end of two pipes, serving the server's agent, store, bus and authentication;
-  see ``helpers.open_stdio_twin``);
-- a test that needs raw HTTP (``raw``, ``open_raw`` or ``http``, directly or through another
-  fixture: hand-made requests, HTTP statuses, SSE framing, headers) runs over the HTTP bindings
-  only, and so does a test marked ``http_only``.
+  see ``helpers.open_stdio_twin``), and the in-process ``LocalTransport`` (``LOCAL``: the
+  server's own ``RequestHandler`` called directly, no sockets, every object through the wire
+  codec);
+- a test needs a *capability* when it checks something only some bindings have: raw HTTP
+  (``raw``, ``open_raw`` or ``http``, directly or through another fixture: hand-made requests,
+  HTTP statuses, SSE framing, headers; or the marker ``http_only``), or a binding that
+  authenticates its caller (marker ``needs_authentication``: an in-process caller is trusted and
+  names its principal). It runs over the bindings that declare that capability in
+  ``CAPABILITIES``, and nowhere else: no test body asks which binding it is on.
 
-``pytest_generate_tests`` below reads the test's whole fixture closure and parametrizes
-``binding`` (indirectly) with the bindings that apply.
+``pytest_generate_tests`` below reads the test's whole fixture closure and markers and
+parametrizes ``binding`` (indirectly) with the bindings that apply.
 """
 
 from __future__ import annotations
@@ -26,9 +31,9 @@ import pytest
 
 from a2a import A2AClient, A2AServer, Agent, RetryPolicy, ServerConfig
 from a2a.errors import ProtocolError
+from a2a.local import LocalTransport, local_card
 from a2a.protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 
-from ..conftest import ALL_BINDINGS, HTTP_BINDINGS
 from .helpers import (
     STDIO_SERVES_A_HANDLER,
     WAIT,
@@ -45,13 +50,33 @@ StartServer = Callable[..., Awaitable[A2AServer]]
 OpenClient = Callable[..., Awaitable[A2AClient]]
 OpenRaw = Callable[[A2AServer], Raw]
 
-#: Fixtures that speak HTTP by hand: a test that uses any of them runs on the HTTP bindings only.
+#: Capability: hand-made HTTP requests reach the server (statuses, headers, SSE framing).
+RAW_HTTP = "raw HTTP"
+#: Capability: the binding checks the caller's credentials and refuses a caller without the
+#: right ones. An in-process caller is trusted instead: it names its principal.
+AUTHENTICATION = "authentication"
+
+#: Every binding of the matrix and what it offers beyond the A2A operations themselves.
+CAPABILITIES: dict[str, frozenset[str]] = {
+    "JSONRPC": frozenset({RAW_HTTP, AUTHENTICATION}),
+    "HTTP+JSON": frozenset({RAW_HTTP, AUTHENTICATION}),
+    "WEBSOCKET": frozenset({AUTHENTICATION}),
+    "STDIO": frozenset({AUTHENTICATION}),
+    "LOCAL": frozenset(),
+}
+
+#: Fixtures that speak HTTP by hand: a test that uses any of them needs ``RAW_HTTP``.
 HTTP_ONLY_FIXTURES = frozenset({"http", "raw", "open_raw"})
+#: Markers that declare a capability a test needs.
+CAPABILITY_MARKERS = {"http_only": RAW_HTTP, "needs_authentication": AUTHENTICATION}
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line("markers", "http_only(reason): this conformance test needs raw HTTP (JSONRPC, HTTP+JSON)")
     config.addinivalue_line(
-        "markers", "http_only(reason): run this conformance test on the HTTP bindings only (JSONRPC, HTTP+JSON)"
+        "markers",
+        "needs_authentication: this conformance test needs a binding that authenticates its caller "
+        "(not the in-process LOCAL binding, whose caller names its principal)",
     )
     config.addinivalue_line(
         "markers",
@@ -60,12 +85,24 @@ def pytest_configure(config: pytest.Config) -> None:
     )
 
 
+def needed_capabilities(metafunc: pytest.Metafunc) -> set[str]:
+    """What a test needs of its binding, from its fixtures and markers."""
+    needed = {RAW_HTTP} if HTTP_ONLY_FIXTURES & set(metafunc.fixturenames) else set()
+    for marker, capability in CAPABILITY_MARKERS.items():
+        if metafunc.definition.get_closest_marker(marker):
+            needed.add(capability)
+    return needed
+
+
 def bindings_for(metafunc: pytest.Metafunc) -> list[Any]:
-    """The bindings a test runs over: all of them, unless it needs raw HTTP."""
-    if HTTP_ONLY_FIXTURES & set(metafunc.fixturenames) or metafunc.definition.get_closest_marker("http_only"):
-        return HTTP_BINDINGS
-    bindings: list[Any] = list(ALL_BINDINGS)
-    if metafunc.definition.get_closest_marker("patches_server_handler") and not STDIO_SERVES_A_HANDLER:
+    """The bindings a test runs over: every binding that offers all the test needs."""
+    needed = needed_capabilities(metafunc)
+    bindings: list[Any] = [name for name, offered in CAPABILITIES.items() if needed <= offered]
+    if (
+        "STDIO" in bindings
+        and metafunc.definition.get_closest_marker("patches_server_handler")
+        and not STDIO_SERVES_A_HANDLER
+    ):
         reason = (
             "serve_stdio cannot serve an existing RequestHandler: the stdio twin runs its own handler "
             "over the server's store and bus, which the test's patch of server.handler does not reach"
@@ -129,6 +166,8 @@ async def open_client(binding: str, serve: StartServer) -> AsyncIterator[OpenCli
         kwargs.setdefault("timeout", 10)
         if binding == "STDIO":
             client = await _stdio_client(server, twins, **kwargs)
+        elif binding == "LOCAL":
+            client = _local_client(server, **kwargs)
         else:
             client = A2AClient(server.url, binding=binding, **kwargs)
         clients.append(client)
@@ -156,6 +195,18 @@ async def _stdio_client(server: A2AServer, twins: list[StdioTwin], **kwargs: Any
     with contextlib.suppress(ProtocolError):
         await bounded(twin.transport.start(), WAIT)
     return A2AClient(transport=twin.transport, **kwargs)
+
+
+def _local_client(server: A2AServer, **kwargs: Any) -> A2AClient:
+    """A client that calls ``server``'s own handler in this process, through ``LocalTransport``.
+
+    An in-process caller is trusted and names its principal: the one the server's authenticator
+    gives its credentials, as an application that embeds the agent would have checked them.
+    """
+    credentials = kwargs.pop("credentials", None)
+    principal = server.authenticator.authenticate(credentials.headers(None)) if credentials is not None else None
+    transport = LocalTransport(server.handler, principal=principal)
+    return A2AClient(card=local_card(server.handler), transport=transport, **kwargs)
 
 
 @pytest.fixture

@@ -205,6 +205,7 @@ CLIENT_BAD_CREDENTIALS = {
 }
 
 
+@pytest.mark.needs_authentication
 async def test_client_without_credentials_every_operation_is_refused(
     secured: A2AServer, open_client: OpenClient
 ) -> None:
@@ -215,6 +216,7 @@ async def test_client_without_credentials_every_operation_is_refused(
         assert caught.value.code == -32000, name
 
 
+@pytest.mark.needs_authentication
 @pytest.mark.parametrize("credentials", CLIENT_BAD_CREDENTIALS.values(), ids=CLIENT_BAD_CREDENTIALS.keys())
 async def test_client_bad_credentials_are_refused(
     secured: A2AServer, open_client: OpenClient, credentials: BearerToken | ApiKey | None

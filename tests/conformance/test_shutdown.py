@@ -153,3 +153,24 @@ async def test_client_stop_with_a_blocking_send_in_flight_answers_it(
     answer = await bounded(sending)
     assert isinstance(answer, Task) and answer.status.state == TaskState.CANCELED
     assert await _store_state(store, task_id) == TaskState.CANCELED
+
+
+async def test_closing_a_client_leaves_the_server_and_its_tasks_running(
+    serve: StartServer, open_client: OpenClient, gate: Gate
+) -> None:
+    """A client that closes ends its connection only: the server's other callers and the task
+    it started go on (an in-process connection does not stop the handler it shares)."""
+    server = await serve(gated_agent(gate, chunks=1))
+    leaving, staying = await open_client(server), await open_client(server)
+    task = await bounded(leaving.send("work on", return_immediately=True))
+    assert isinstance(task, Task)
+    await bounded(gate.entered.wait())
+    watching = staying.subscribe(task.id)
+    first = await bounded(anext(watching))
+    assert summary(first) == ("task", "TASK_STATE_WORKING")
+    await bounded(leaving.close())
+    gate.release.set()
+    events = await collect(watching)
+    assert summary(events[-1]) == ("statusUpdate", "TASK_STATE_COMPLETED")
+    reply = await bounded(staying.send("still served?"))
+    assert isinstance(reply, Task) and reply.status.state == TaskState.COMPLETED

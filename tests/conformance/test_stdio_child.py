@@ -21,6 +21,8 @@ from a2a.transport.stdio import StdioTransport
 
 from .helpers import EXAMPLES, bounded, collect
 
+pytestmark = pytest.mark.slow  # `a2a serve --stdio` as a child process
+
 
 def _a2a() -> str:
     """The ``a2a`` command of this environment (the one beside this Python, else on PATH)."""

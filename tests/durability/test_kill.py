@@ -40,7 +40,7 @@ TEST_BUDGET = 150.0
 CALL_DEADLINE = 45.0
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
-pytestmark = pytest.mark.timeout(TEST_BUDGET + 60)
+pytestmark = [pytest.mark.timeout(TEST_BUDGET + 60), pytest.mark.slow]  # kills `a2a serve` processes
 
 
 @dataclass

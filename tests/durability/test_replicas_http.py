@@ -48,7 +48,7 @@ CANCEL_PROMPT = 5.0
 RECOVERY_WAIT = RECOVERY_SWEEP_SECONDS + 15.0 + 15.0
 STREAM_CHUNKS = 10_000
 
-pytestmark = pytest.mark.timeout(120)
+pytestmark = [pytest.mark.timeout(120), pytest.mark.slow]  # `a2a serve` replicas on a redis-server
 
 
 @dataclass

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from our_env import run_cli
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # the reference SDK runs as processes
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}

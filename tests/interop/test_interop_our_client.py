@@ -18,7 +18,7 @@ from a2a import types as t
 from a2a.errors import InternalError, TaskNotCancelableError, TaskNotFoundError, UnsupportedOperationError
 from a2a.transport.http import JsonRpcTransport, RestTransport
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # the reference SDK runs as processes
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 #: Bound on every exchange with the SDK server (a hung stream must fail, not stall the suite).

@@ -13,7 +13,7 @@ import pytest
 import sdk_env
 from our_env import AuthServer
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # the reference SDK runs as processes
 
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 TERMINAL = {"TASK_STATE_COMPLETED", "TASK_STATE_FAILED", "TASK_STATE_CANCELED", "TASK_STATE_REJECTED"}

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-pytestmark = pytest.mark.interop
+pytestmark = [pytest.mark.interop, pytest.mark.slow]  # the reference SDK runs as processes
 
 V = {"A2A-Version": "1.0"}
 JSON = {"Content-Type": "application/json"}

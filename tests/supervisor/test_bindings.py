@@ -16,7 +16,7 @@ from tests.fakes import FakeOpenAI, ToolCalls, call
 from tests.supervisor.agents import WAIT, worker
 from tests.supervisor.test_model import model_settings, reflector
 
-BINDINGS = ["http", "websocket", "stdio", "in-process"]
+BINDINGS = ["http", "websocket", pytest.param("stdio", marks=pytest.mark.slow), "in-process"]  # stdio: child processes
 STRATEGIES = ["sequential", "parallel", "adaptive"]
 MODES = ["offline", "model", "conversational"]
 STDIO = [sys.executable, "-m", "a2a.cli.main", "serve", "tests/supervisor/agents.py:stdio_worker", "--stdio"]
@@ -113,6 +113,7 @@ async def test_an_http_agent_can_be_asked_to_use_its_websocket_interface() -> No
     assert result.status == "completed"
 
 
+@pytest.mark.slow
 async def test_stdio_agents_are_started_and_stopped_by_the_supervisor() -> None:
     sup = Supervisor([{"name": "A", "command": STDIO}], checkpoint={"backend": "memory"})
     async with sup:

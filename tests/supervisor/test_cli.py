@@ -80,6 +80,7 @@ async def test_config_errors_and_usage_errors_exit_2(tmp_path: Path, capsys: pyt
     assert "no run 'unknown-run'" in capsys.readouterr().err
 
 
+@pytest.mark.slow
 async def test_ctrl_c_cancels_the_run_and_every_remote_task(tmp_path: Path) -> None:
     probe = Probe(hold=True)
     async with serving(worker("A", probe), worker("B", probe)) as urls:

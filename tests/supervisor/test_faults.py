@@ -10,6 +10,8 @@ import sys
 from collections.abc import AsyncIterator
 from pathlib import Path
 
+import pytest
+
 from a2a import A2AClient, A2AServer, ServerConfig
 from a2a.metadata import DEPTH_KEY
 from a2a.types import TaskState
@@ -123,6 +125,7 @@ async def _serve_in_child(target: str) -> tuple[asyncio.subprocess.Process, str]
     return process, line.rsplit(" at ", 1)[1].strip()
 
 
+@pytest.mark.slow
 async def test_an_agent_killed_mid_task_fails_over_to_another_with_the_same_skill() -> None:
     process, url = await _serve_in_child("tests/supervisor/agents.py:hanging")
     try:

@@ -40,6 +40,7 @@ async def read_events(stream: asyncio.StreamReader, until: Any) -> list[dict[str
                 return seen
 
 
+@pytest.mark.slow
 async def test_a_supervisor_killed_mid_run_resumes_without_sending_any_task_twice(tmp_path: Path) -> None:
     probe = Probe(hold=True)
     async with serving(worker("A", probe), worker("B", probe)) as urls:
