@@ -31,6 +31,7 @@ from ..errors import (
     UnsupportedOperationError,
 )
 from ..protocol.codec import encode
+from ..protocol.methods import OPERATIONS
 from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
@@ -119,20 +120,12 @@ class RequestHandler:
         self._runs: dict[str, Run] = {}
         self._background_tasks: set[asyncio.Task[None]] = set()
         self._sweeper: asyncio.Task[None] | None = None
+        # The operation table names the method that serves each operation.
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
-            "SendMessage": self.send_message,
-            "GetTask": self.get_task,
-            "ListTasks": self.list_tasks,
-            "CancelTask": self.cancel_task,
-            "CreateTaskPushNotificationConfig": self.create_push_config,
-            "GetTaskPushNotificationConfig": self.get_push_config,
-            "ListTaskPushNotificationConfigs": self.list_push_configs,
-            "DeleteTaskPushNotificationConfig": self.delete_push_config,
-            "GetExtendedAgentCard": self.get_extended_card,
+            spec.name: getattr(self, spec.handler) for spec in OPERATIONS if not spec.streaming
         }
         self._streaming: dict[str, Callable[[Any, CallContext], AsyncIterator[LoggedEvent]]] = {
-            "SendStreamingMessage": self.send_streaming_message,
-            "SubscribeToTask": self.subscribe,
+            spec.name: getattr(self, spec.handler) for spec in OPERATIONS if spec.streaming
         }
 
     # ---- dispatch ----------------------------------------------------------------------

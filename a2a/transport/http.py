@@ -10,29 +10,18 @@ import email.utils
 import time
 from collections.abc import AsyncIterator, Mapping
 from typing import Any
-from urllib.parse import quote
 
 import httpx
-import msgspec
 
 from .. import types as t
-from ..errors import (
-    HTTPStatusError,
-    InvalidResponseError,
-    ProtocolError,
-    RequestTimeoutError,
-    TransportError,
-    error_for_code,
-)
-from ..protocol.codec import decoder_for, encode
+from ..errors import HTTPStatusError, InvalidResponseError, ProtocolError, RequestTimeoutError, TransportError
+from ..protocol import rest
 from ..protocol.jsonrpc import RequestIdCounter, decode_response, encode_request
-from ..protocol.methods import MethodSpec
+from ..protocol.methods import MethodSpec, with_tenant
 from ..protocol.sse import SSEDecoder
 from .base import ClientTransport, StreamItem
 
 __all__ = ["JsonRpcTransport", "RestTransport", "http_error", "parse_retry_after", "translate_httpx_error"]
-
-_REST_MEDIA_TYPE = "application/a2a+json"
 
 
 def parse_retry_after(value: str | None) -> float | None:
@@ -70,24 +59,6 @@ def http_error(response: httpx.Response, body: bytes) -> Exception:
         status=response.status_code,
         retry_after=parse_retry_after(response.headers.get("Retry-After")),
     )
-
-
-class _Rest(msgspec.Struct):
-    class _Err(msgspec.Struct):
-        message: str = ""
-        code: int | None = None
-        details: list[Any] = []
-
-    error: _Err
-
-
-def _rest_error(body: bytes) -> ProtocolError | None:
-    try:
-        err = msgspec.json.decode(body, type=_Rest).error
-    except (msgspec.DecodeError, msgspec.ValidationError):
-        return None
-    reason = next((d["reason"] for d in err.details if isinstance(d, dict) and "reason" in d), None)
-    return error_for_code(None, err.message, err.details or None, reason=reason or "INTERNAL")
 
 
 class _HttpTransport(ClientTransport):
@@ -134,9 +105,7 @@ class JsonRpcTransport(_HttpTransport):
         self._ids = RequestIdCounter()
 
     def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:
-        if self.tenant and getattr(params, "tenant", "absent") is None:
-            params = msgspec.structs.replace(params, tenant=self.tenant)
-        body = encode_request(self._ids(), method.name, params)
+        body = encode_request(self._ids(), method.name, with_tenant(params, self.tenant))
         headers = {"Content-Type": "application/json", "Accept": accept}
         return self._client.build_request("POST", self.url, content=body, headers=headers)
 
@@ -179,74 +148,30 @@ class JsonRpcTransport(_HttpTransport):
             yield StreamItem(decode_response(data.encode(), t.StreamResponse), event_id)
 
 
-def _rest_route(method: MethodSpec, params: Any) -> tuple[str, str, dict[str, str], Any]:
-    """HTTP method, path, query and body for an operation (the inverse of the server's table)."""
-    name = method.name
-    q: dict[str, str] = {}
-    if name in ("SendMessage", "SendStreamingMessage"):
-        verb = "send" if name == "SendMessage" else "stream"
-        return "POST", f"message:{verb}", q, msgspec.structs.replace(params, tenant=None)
-    if name == "GetExtendedAgentCard":
-        return "GET", "extendedAgentCard", q, None
-    if name == "ListTasks":
-        for key, value in msgspec.to_builtins(msgspec.structs.replace(params, tenant=None)).items():
-            q[key] = str(value).lower() if isinstance(value, bool) else str(value)
-        return "GET", "tasks", q, None
-    if name in ("GetTask", "CancelTask", "SubscribeToTask"):
-        task = f"tasks/{quote(params.id, safe='')}"
-        if name == "GetTask":
-            if params.history_length is not None:
-                q["historyLength"] = str(params.history_length)
-            return "GET", task, q, None
-        if name == "CancelTask":
-            return "POST", task + ":cancel", q, {"metadata": params.metadata} if params.metadata else {}
-        return "GET", task + ":subscribe", q, None
-    configs = f"tasks/{quote(params.task_id, safe='')}/pushNotificationConfigs"
-    if name == "CreateTaskPushNotificationConfig":
-        return "POST", configs, q, msgspec.structs.replace(params, tenant=None)
-    if name == "ListTaskPushNotificationConfigs":
-        if params.page_size:
-            q["pageSize"] = str(params.page_size)
-        if params.page_token:
-            q["pageToken"] = params.page_token
-        return "GET", configs, q, None
-    one = f"{configs}/{quote(params.id, safe='')}"
-    return ("DELETE" if name == "DeleteTaskPushNotificationConfig" else "GET"), one, q, None
-
-
 class RestTransport(_HttpTransport):
     """HTTP+JSON: one resource path per operation under the interface URL."""
 
     def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:
-        verb, path, query, body = _rest_route(method, params)
-        tenant = getattr(params, "tenant", None) or self.tenant
-        if tenant:
-            path = f"{quote(tenant, safe='')}/{path}"
+        wire = rest.build(method, with_tenant(params, self.tenant))
         headers: Mapping[str, str] = {"Accept": accept}
-        content = None
-        if body is not None:
-            content = encode(body)
-            headers = {"Accept": accept, "Content-Type": _REST_MEDIA_TYPE}
-        return self._client.build_request(verb, f"{self.url}/{path}", params=query, content=content, headers=headers)
+        if wire.body is not None:
+            headers = {"Accept": accept, "Content-Type": rest.MEDIA_TYPE}
+        url = f"{self.url}/{wire.path}"
+        return self._client.build_request(wire.http_method, url, params=wire.query, content=wire.body, headers=headers)
 
     def _check(self, response: httpx.Response, body: bytes) -> None:
         if response.status_code < 300:
             return
-        error = _rest_error(body)
+        error = rest.decode_error(body)
         if error is not None:
             raise error
         raise http_error(response, body)
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        response = await self._send(self._request(method, params, _REST_MEDIA_TYPE), timeout)
+        response = await self._send(self._request(method, params, rest.MEDIA_TYPE), timeout)
         body = response.content
         self._check(response, body)
-        if method.result_type is None:
-            return None
-        try:
-            return decoder_for(method.result_type).decode(body)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise InvalidResponseError(f"Peer sent an invalid {method.result_type.__name__}: {exc}") from exc
+        return rest.decode_result(body, method.result_type)
 
     async def stream(
         self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
@@ -260,11 +185,7 @@ class RestTransport(_HttpTransport):
             await response.aclose()
             self._check(response, body)
             raise InvalidResponseError(f"{response.request.url} did not answer with an event stream")
-        decoder = decoder_for(t.StreamResponse)
         async for kind, data, event_id in self._events(response):
             if kind == "error":
-                raise _rest_error(data.encode()) or InvalidResponseError(f"Stream error: {data[:200]}")
-            try:
-                yield StreamItem(decoder.decode(data), event_id)
-            except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-                raise InvalidResponseError(f"Peer sent an invalid stream event: {exc}") from exc
+                raise rest.decode_error(data) or InvalidResponseError(f"Stream error: {data[:200]}")
+            yield StreamItem(rest.decode_result(data, t.StreamResponse), event_id)
