@@ -11,7 +11,7 @@ from ..protocol import rest
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import first_event, gate, internal_error, read_body, write_sse
+from .http_common import first_event, gate, read_body, write_sse
 
 __all__ = ["RestBinding"]
 
@@ -33,6 +33,7 @@ class RestBinding:
         )
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        # Only protocol errors to catch: the handler turns any other exception into one.
         try:
             ctx = gate(request, self.authenticator)
             spec, path_fields = rest.match(self._tail(request), request.method)
@@ -44,8 +45,6 @@ class RestBinding:
             return web.Response(body=rest.encode_result(result), content_type=rest.MEDIA_TYPE)
         except ProtocolError as exc:
             return self._error(exc)
-        except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
-            return self._error(internal_error(exc))
 
     def _tail(self, request: web.BaseRequest) -> str:
         """The path after the binding's prefix: from the router's match where there is one (the
