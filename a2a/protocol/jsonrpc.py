@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Mapping
-from dataclasses import dataclass
 from typing import Any
 
 import msgspec
@@ -35,8 +34,7 @@ __all__ = [
 _envelope_decoder = msgspec.json.Decoder(t.JSONRPCRequest)
 
 
-@dataclass(slots=True)
-class Call:
+class Call(msgspec.Struct, gc=False):
     """A decoded request: the id to answer with, the method, and its typed params."""
 
     id: t.RequestId
@@ -55,22 +53,18 @@ class RequestError(Exception):
         self.request_id = request_id
 
 
-def _envelope(body: bytes) -> t.JSONRPCRequest:
-    try:
-        return _envelope_decoder.decode(body)
-    except msgspec.ValidationError as exc:
-        # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
-        raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
-
-
 def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) -> Call:
     """Decode and validate one request; raises ``RequestError`` with the id when it is known.
 
     ``methods``: the operations by method name (``methods.index`` of a table; the A2A ones).
     """
-    env = _envelope(body if isinstance(body, bytes) else body.encode())
+    try:
+        env = _envelope_decoder.decode(body if isinstance(body, bytes) else body.encode())
+    except msgspec.ValidationError as exc:
+        # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
+        raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
     request_id = env.id if isinstance(env.id, (str, int)) and not isinstance(env.id, bool) else None
     if env.jsonrpc != "2.0":
         raise RequestError(InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id)
