@@ -6,6 +6,7 @@ httpx's failures into our errors; they differ only in how a call is framed.
 
 from __future__ import annotations
 
+import abc
 import email.utils
 import time
 from collections.abc import AsyncIterator, Mapping
@@ -62,10 +63,58 @@ def http_error(response: httpx.Response, body: bytes) -> Exception:
 
 
 class _HttpTransport(ClientTransport):
+    """A call and a stream over HTTP; the subclass frames them (``_request`` and the decoding)."""
+
+    #: What ``call`` asks for (``Accept``).
+    media_type: str
+
     def __init__(self, client: httpx.AsyncClient, url: str, tenant: str | None = None) -> None:
         self._client = client
         self.url = url.rstrip("/")
         self.tenant = tenant
+
+    @abc.abstractmethod
+    def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request: ...
+
+    @abc.abstractmethod
+    def _check(self, response: httpx.Response, body: bytes) -> None:
+        """Raise the error an answer that is not a success carries."""
+
+    @abc.abstractmethod
+    def _result(self, body: bytes | str, result_type: type | None) -> Any:
+        """A successful answer's result (or, for an SSE ``data``, the event)."""
+
+    @abc.abstractmethod
+    def _unstreamed(self, response: httpx.Response, body: bytes) -> StreamItem:
+        """A successful answer to a streaming call that is not an event stream."""
+
+    @abc.abstractmethod
+    def _stream_error(self, data: str) -> Exception:
+        """The error an SSE ``error`` event carries."""
+
+    async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
+        response = await self._send(self._request(method, params, self.media_type), timeout)
+        body = response.content
+        self._check(response, body)
+        return self._result(body, method.result_type)
+
+    async def stream(
+        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
+    ) -> AsyncIterator[StreamItem]:
+        request = self._request(method, params, "text/event-stream")
+        if last_event_id is not None:
+            request.headers["Last-Event-ID"] = str(last_event_id)
+        response = await self._open_stream(request, timeout)
+        if not response.headers.get("content-type", "").startswith("text/event-stream"):
+            body = await response.aread()
+            await response.aclose()
+            self._check(response, body)
+            yield self._unstreamed(response, body)
+            return
+        async for kind, data, event_id in self._events(response):
+            if kind == "error":
+                raise self._stream_error(data)
+            yield StreamItem(self._result(data, t.StreamResponse), event_id)
 
     async def _send(self, request: httpx.Request, timeout: float | None) -> httpx.Response:
         if timeout is not None:
@@ -100,6 +149,8 @@ class _HttpTransport(ClientTransport):
 class JsonRpcTransport(_HttpTransport):
     """Posts JSON-RPC 2.0 envelopes to the interface URL."""
 
+    media_type = "application/json"
+
     def __init__(self, client: httpx.AsyncClient, url: str, tenant: str | None = None) -> None:
         super().__init__(client, url, tenant)
         self._ids = RequestIdCounter()
@@ -121,35 +172,22 @@ class JsonRpcTransport(_HttpTransport):
                 pass
         raise http_error(response, body)
 
-    async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        response = await self._send(self._request(method, params, "application/json"), timeout)
-        body = response.content
-        self._check(response, body)
-        return decode_response(body, method.result_type)
+    def _result(self, body: bytes | str, result_type: type | None) -> Any:
+        return decode_response(body if isinstance(body, bytes) else body.encode(), result_type)
 
-    async def stream(
-        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
-    ) -> AsyncIterator[StreamItem]:
-        request = self._request(method, params, "text/event-stream")
-        if last_event_id is not None:
-            request.headers["Last-Event-ID"] = str(last_event_id)
-        response = await self._open_stream(request, timeout)
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            body = await response.aread()
-            await response.aclose()
-            self._check(response, body)
-            # A single JSON-RPC answer instead of a stream: an error, or one result.
-            yield StreamItem(decode_response(body, t.StreamResponse))
-            return
-        async for kind, data, event_id in self._events(response):
-            if kind == "error":
-                decode_response(data.encode(), None)
-                raise InvalidResponseError(f"Stream error without an error body: {data[:200]}")
-            yield StreamItem(decode_response(data.encode(), t.StreamResponse), event_id)
+    def _unstreamed(self, response: httpx.Response, body: bytes) -> StreamItem:
+        # A single JSON-RPC answer instead of a stream: an error, or one result.
+        return StreamItem(decode_response(body, t.StreamResponse))
+
+    def _stream_error(self, data: str) -> Exception:
+        decode_response(data.encode(), None)  # raises the error it carries
+        return InvalidResponseError(f"Stream error without an error body: {data[:200]}")
 
 
 class RestTransport(_HttpTransport):
     """HTTP+JSON: one resource path per operation under the interface URL."""
+
+    media_type = rest.MEDIA_TYPE
 
     def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:
         wire = rest.build(method, with_tenant(params, self.tenant))
@@ -167,25 +205,11 @@ class RestTransport(_HttpTransport):
             raise error
         raise http_error(response, body)
 
-    async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        response = await self._send(self._request(method, params, rest.MEDIA_TYPE), timeout)
-        body = response.content
-        self._check(response, body)
-        return rest.decode_result(body, method.result_type)
+    def _result(self, body: bytes | str, result_type: type | None) -> Any:
+        return rest.decode_result(body, result_type)
 
-    async def stream(
-        self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
-    ) -> AsyncIterator[StreamItem]:
-        request = self._request(method, params, "text/event-stream")
-        if last_event_id is not None:
-            request.headers["Last-Event-ID"] = str(last_event_id)
-        response = await self._open_stream(request, timeout)
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            body = await response.aread()
-            await response.aclose()
-            self._check(response, body)
-            raise InvalidResponseError(f"{response.request.url} did not answer with an event stream")
-        async for kind, data, event_id in self._events(response):
-            if kind == "error":
-                raise rest.decode_error(data) or InvalidResponseError(f"Stream error: {data[:200]}")
-            yield StreamItem(rest.decode_result(data, t.StreamResponse), event_id)
+    def _unstreamed(self, response: httpx.Response, body: bytes) -> StreamItem:
+        raise InvalidResponseError(f"{response.request.url} did not answer with an event stream")
+
+    def _stream_error(self, data: str) -> Exception:
+        return rest.decode_error(data) or InvalidResponseError(f"Stream error: {data[:200]}")
