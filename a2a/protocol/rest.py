@@ -119,8 +119,8 @@ def decode_params(spec: MethodSpec, path_fields: Mapping[str, str], query: Mappi
     if body.strip():
         try:
             decoded = msgspec.json.decode(body)
-        except msgspec.DecodeError as exc:
-            raise ParseError(f"Request body is not valid JSON: {exc}") from exc
+        except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+            raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
         if not isinstance(decoded, dict):
             raise InvalidParamsError("Request body must be a JSON object")
         fields.update(decoded)
@@ -130,7 +130,7 @@ def decode_params(spec: MethodSpec, path_fields: Mapping[str, str], query: Mappi
     fields.update({names.get(k, k): v for k, v in path_fields.items()})
     try:
         return msgspec.convert(fields, request_type, strict=False)
-    except msgspec.ValidationError as exc:
+    except (msgspec.ValidationError, UnicodeError) as exc:  # UnicodeError: a query that is not UTF-8
         raise InvalidParamsError(f"Invalid params: {exc}") from exc
 
 

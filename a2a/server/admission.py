@@ -39,6 +39,6 @@ def last_event_id(value: str | None) -> int | None:
     if value is None or not value.strip():
         return None
     text = value.strip()
-    if not text.isdigit():
+    if not (text.isascii() and text.isdigit()):  # "²" is a digit to isdigit, not to int
         raise InvalidParamsError(f"Last-Event-ID {text!r} is not an event id of this server (a whole number)")
     return int(text)

@@ -223,6 +223,10 @@ def test_rest_params_errors() -> None:
         rest.decode_params(METHODS["GetTask"], {"id": "t1"}, {"historyLength": "many"}, b"")
     with pytest.raises(e.InvalidParamsError):
         rest.decode_params(METHODS["SendMessage"], {}, {}, b'{"message": 1}')
+    with pytest.raises(e.ParseError):  # a string that is not UTF-8
+        rest.decode_params(spec, {"id": "t1"}, {}, b'{"metadata": {"a": "\xff"}}')
+    with pytest.raises(e.InvalidParamsError):  # a query that was not UTF-8 (kept as surrogates)
+        rest.decode_params(METHODS["ListTasks"], {}, {"status": "\udcff"}, b"")
     # The version may come as a query parameter; it is no field of the request.
     assert rest.decode_params(METHODS["ListTasks"], {}, {"A2A-Version": "1.0"}, b"") == t.ListTasksRequest()
 
