@@ -29,7 +29,9 @@
 
 Every ``ProtocolError`` subclass is declared once in ``ERROR_TABLE``; bindings look codes up
 there (``error_for_code``) rather than hard-coding numbers. Errors from other libraries are
-translated at the binding or transport boundary with ``raise ... from exc``.
+translated at the binding or transport boundary with ``raise ... from exc``. On the server,
+only ``ProtocolError`` leaves the ``RequestHandler``: it logs any other exception once and
+raises ``InternalError`` instead, so a binding catches ``ProtocolError`` and nothing else.
 """
 
 from __future__ import annotations

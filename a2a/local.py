@@ -12,13 +12,13 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from .client.client import A2AClient
-from .errors import ProtocolError
 from .protocol.codec import decoder_for, encode
 from .protocol.methods import MethodSpec
 from .server.agent import Agent
 from .server.app import A2AServer
+from .server.auth import Authenticator
 from .server.handler import CallContext, RequestHandler
-from .server.http_common import internal_error
+from .server.serving import served_card
 from .server.store import TaskStore
 from .transport.base import ClientTransport, StreamItem
 from .types import AgentCard, AgentInterface, StreamResponse
@@ -47,12 +47,8 @@ class LocalTransport(ClientTransport):
         self.owns_handler = owns_handler
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        try:
-            result = await self.handler.call(method.name, _copy(params, method.request_type), self.context)
-        except ProtocolError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - as on the wire: a fault is a generic -32603
-            raise internal_error(exc) from None
+        # The handler is the one exception boundary: only protocol errors leave it, as on the wire.
+        result = await self.handler.call(method.name, _copy(params, method.request_type), self.context)
         return _copy(result, method.result_type)
 
     async def stream(
@@ -61,15 +57,10 @@ class LocalTransport(ClientTransport):
         context = (
             self.context if last_event_id is None else dataclasses.replace(self.context, last_event_id=last_event_id)
         )
-        try:
-            events = self.handler.stream(method.name, _copy(params, method.request_type), context)
-            async for logged in events:
-                event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
-                yield StreamItem(event, str(logged.seq) if logged.seq else None)
-        except ProtocolError:
-            raise
-        except Exception as exc:  # noqa: BLE001 - as on the wire: a fault is a generic -32603
-            raise internal_error(exc) from None
+        events = self.handler.stream(method.name, _copy(params, method.request_type), context)
+        async for logged in events:
+            event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
+            yield StreamItem(event, str(logged.seq) if logged.seq else None)
 
     async def close(self) -> None:
         if self.owns_handler:
@@ -79,9 +70,8 @@ class LocalTransport(ClientTransport):
 def local_card(handler: RequestHandler) -> AgentCard:
     """The card of the agent ``handler`` serves, with one in-process interface (and push
     notifications offered when the handler offers them, as a server's card says)."""
-    agent = handler.agent
-    interface = AgentInterface(url=f"local:{agent.name}", protocol_binding=LOCAL_BINDING)
-    return agent.build_card([interface], push_notifications=handler.push is not None)
+    interface = AgentInterface(url=f"local:{handler.agent.name}", protocol_binding=LOCAL_BINDING)
+    return served_card(handler, Authenticator([]), [interface])
 
 
 def local_client(agent: Agent, *, store: TaskStore | None = None, principal: str | None = None) -> A2AClient:

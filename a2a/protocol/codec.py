@@ -30,8 +30,9 @@ def decoder_for(tp: type[T]) -> msgspec.json.Decoder[T]:
 def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
     """Decode JSON into ``tp``: malformed JSON is ``ParseError``, a schema mismatch is
     ``InvalidParamsError`` naming the field."""
+    decoder = _decoders.get(tp) or decoder_for(tp)  # one call fewer on the hot path
     try:
-        value: T = decoder_for(tp).decode(data)
+        value: T = decoder.decode(data)
         return value
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"Invalid {what}: {exc}") from exc

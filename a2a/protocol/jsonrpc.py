@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
@@ -25,6 +25,7 @@ __all__ = [
     "RequestIdCounter",
     "decode_call",
     "decode_response",
+    "decode_result",
     "encode_error",
     "encode_request",
     "encode_result",
@@ -33,8 +34,7 @@ __all__ = [
 _envelope_decoder = msgspec.json.Decoder(t.JSONRPCRequest)
 
 
-@dataclass(slots=True)
-class Call:
+class Call(msgspec.Struct, gc=False):
     """A decoded request: the id to answer with, the method, and its typed params."""
 
     id: t.RequestId
@@ -53,19 +53,18 @@ class RequestError(Exception):
         self.request_id = request_id
 
 
-def _envelope(body: bytes) -> t.JSONRPCRequest:
+def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) -> Call:
+    """Decode and validate one request; raises ``RequestError`` with the id when it is known.
+
+    ``methods``: the operations by method name (``methods.index`` of a table; the A2A ones).
+    """
     try:
-        return _envelope_decoder.decode(body)
+        env = _envelope_decoder.decode(body if isinstance(body, bytes) else body.encode())
     except msgspec.ValidationError as exc:
         # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
         raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
-
-
-def decode_call(body: bytes | str) -> Call:
-    """Decode and validate one request; raises ``RequestError`` with the id when it is known."""
-    env = _envelope(body if isinstance(body, bytes) else body.encode())
     request_id = env.id if isinstance(env.id, (str, int)) and not isinstance(env.id, bool) else None
     if env.jsonrpc != "2.0":
         raise RequestError(InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id)
@@ -73,7 +72,7 @@ def decode_call(body: bytes | str) -> Call:
         raise RequestError(InvalidRequestError('"id" must be a string or an integer'), request_id)
     if not isinstance(env.method, str):
         raise RequestError(InvalidRequestError('"method" must be a string'), request_id)
-    spec = METHODS.get(env.method)
+    spec = methods.get(env.method)
     if spec is None:
         raise RequestError(MethodNotFoundError(f"Method not found: {env.method!r}"), request_id)
     resume = env.last_event_id
@@ -127,12 +126,32 @@ _response_decoder = msgspec.json.Decoder(_Response)
 
 
 def _reason(data: Any) -> str | None:
-    if isinstance(data, list):
-        for item in data:
-            reason = item.get("reason") if isinstance(item, dict) else None
-            if isinstance(reason, str):
-                return reason
+    """The ``ErrorInfo.reason`` of an error's ``data``, which names the error more exactly than its code."""
+    for item in data if isinstance(data, list) else ():
+        reason = item.get("reason") if isinstance(item, dict) else None
+        if isinstance(reason, str):
+            return reason
     return None
+
+
+def decode_result(
+    error: t.JSONRPCError | t.UnsetType, result: msgspec.Raw | t.UnsetType, result_type: type | None
+) -> Any:
+    """A response's typed ``result``, or its ``error`` raised as the matching exception.
+
+    Every client of JSON-RPC uses it: over HTTP through ``decode_response``, over a connection
+    (WebSocket, stdio) with the fields of each answer frame.
+    """
+    if isinstance(error, t.JSONRPCError):
+        data = None if isinstance(error.data, t.UnsetType) else error.data
+        raise error_for_code(error.code, error.message, data, reason=_reason(data))
+    if isinstance(result, t.UnsetType):
+        raise InvalidResponseError("Peer sent a JSON-RPC response with neither result nor error")
+    try:
+        return msgspec.json.decode(result) if result_type is None else decoder_for(result_type).decode(result)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        what = "result" if result_type is None else result_type.__name__
+        raise InvalidResponseError(f"Peer sent an invalid {what}: {exc}") from exc
 
 
 def decode_response(body: bytes, result_type: type | None) -> Any:
@@ -141,15 +160,4 @@ def decode_response(body: bytes, result_type: type | None) -> Any:
         resp = _response_decoder.decode(body)
     except msgspec.DecodeError as exc:
         raise InvalidResponseError(f"Peer sent an invalid JSON-RPC response: {exc}") from exc
-    if isinstance(resp.error, t.JSONRPCError):
-        err = resp.error
-        data = None if err.data is t.UNSET else err.data
-        raise error_for_code(err.code, err.message, data, reason=_reason(data))
-    if isinstance(resp.result, t.UnsetType):
-        raise InvalidResponseError("Peer sent a JSON-RPC response with neither result nor error")
-    if result_type is None:
-        return msgspec.json.decode(resp.result)
-    try:
-        return decoder_for(result_type).decode(resp.result)
-    except msgspec.ValidationError as exc:
-        raise InvalidResponseError(f"Peer sent an invalid {result_type.__name__}: {exc}") from exc
+    return decode_result(resp.error, resp.result, result_type)

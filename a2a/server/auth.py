@@ -22,7 +22,9 @@ __all__ = ["ApiKeyAuth", "Authenticator", "BearerAuth", "load_credentials"]
 
 
 def _digest(secret: str) -> bytes:
-    return hashlib.sha256(secret.encode()).digest()
+    # surrogateescape: a presented header that is not UTF-8 (aiohttp keeps its bytes as
+    # surrogates) digests too, and then matches nothing (401) instead of raising.
+    return hashlib.sha256(secret.encode("utf-8", "surrogateescape")).digest()
 
 
 def _parse_entries(text: str, source: str) -> dict[str, str]:

@@ -3,6 +3,9 @@
 Bindings decode a request into the method's typed params, call ``call`` (unary methods) or
 ``stream`` (streaming methods) with a ``CallContext``, and encode what comes back, or the
 ``ProtocolError`` raised, in their own framing. Behaviour fixed here is fixed on every binding.
+
+``call`` and ``stream`` are the one exception boundary: only ``ProtocolError`` leaves them. Any
+other exception is logged here, once, and the caller gets a generic ``InternalError``.
 """
 
 from __future__ import annotations
@@ -23,14 +26,17 @@ from ..errors import (
     ContentTypeNotSupportedError,
     ExtendedAgentCardNotConfiguredError,
     ExtensionSupportRequiredError,
+    InternalError,
     InvalidParamsError,
     MethodNotFoundError,
+    ProtocolError,
     PushNotificationNotSupportedError,
     TaskNotCancelableError,
     TaskNotFoundError,
     UnsupportedOperationError,
 )
 from ..protocol.codec import encode
+from ..protocol.methods import OPERATIONS
 from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
@@ -118,39 +124,36 @@ class RequestHandler:
         #: What the processes serving this agent tell each other (one process: nothing).
         self.coordination = coordination or SingleProcessCoordination()
         self._runs: dict[str, Run] = {}
+        # The operation table names the method that serves each operation.
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
-            "SendMessage": self.send_message,
-            "GetTask": self.get_task,
-            "ListTasks": self.list_tasks,
-            "CancelTask": self.cancel_task,
-            "CreateTaskPushNotificationConfig": self.create_push_config,
-            "GetTaskPushNotificationConfig": self.get_push_config,
-            "ListTaskPushNotificationConfigs": self.list_push_configs,
-            "DeleteTaskPushNotificationConfig": self.delete_push_config,
-            "GetExtendedAgentCard": self.get_extended_card,
+            spec.name: getattr(self, spec.handler) for spec in OPERATIONS if not spec.streaming
         }
         self._streaming: dict[str, Callable[[Any, CallContext], AsyncIterator[LoggedEvent]]] = {
-            "SendStreamingMessage": self.send_streaming_message,
-            "SubscribeToTask": self.subscribe,
+            spec.name: getattr(self, spec.handler) for spec in OPERATIONS if spec.streaming
         }
 
-    # ---- dispatch ----------------------------------------------------------------------
+    # ---- dispatch: the exception boundary ----------------------------------------------
 
-    def call(self, method: str, params: Any, ctx: CallContext) -> Awaitable[Any]:
-        """The operation's answer, to await (an unknown method raises at once)."""
-        # Not a coroutine: a request waiting for its agent resumes through one frame fewer.
+    async def call(self, method: str, params: Any, ctx: CallContext) -> Any:
+        """The unary operation's answer; raises ``ProtocolError`` only."""
         handler = self._unary.get(method)
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a unary method")
-        return handler(params, ctx)
+        try:
+            return await handler(params, ctx)
+        except ProtocolError:
+            raise
+        except Exception as exc:
+            raise _internal_error(method, exc) from exc
 
     def stream(self, method: str, params: Any, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
+        """The streaming operation's events; it, and iterating it, raise ``ProtocolError`` only."""
         handler = self._streaming.get(method)
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a streaming method")
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
-        return handler(params, ctx)
+        return _guarded(method, handler(params, ctx))
 
     # ---- SendMessage -------------------------------------------------------------------
 
@@ -556,6 +559,25 @@ class RequestHandler:
             await self._end_idle(record, t.TaskState.FAILED, note)
             count += 1
         return count
+
+
+def _internal_error(method: str, exc: Exception) -> InternalError:
+    """An unexpected fault: the detail goes to the log, the caller gets a generic error."""
+    log.error("internal error while serving %s", method, exc_info=exc)
+    return InternalError()
+
+
+async def _guarded(method: str, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
+    """``events``, with any exception but a ``ProtocolError`` turned into ``InternalError``."""
+    try:
+        async for logged in events:
+            yield logged
+    except ProtocolError:
+        raise
+    except Exception as exc:
+        raise _internal_error(method, exc) from exc
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
 
 
 def _normalize_timestamp(value: str | None) -> str | None:

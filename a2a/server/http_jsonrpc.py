@@ -11,7 +11,7 @@ from ..types import RequestId
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import first_event, gate, internal_error, read_body, write_sse
+from .http_common import first_event, gate, read_body, write_sse
 
 __all__ = ["JsonRpcBinding"]
 
@@ -37,6 +37,7 @@ class JsonRpcBinding:
         )
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+        # Only protocol errors to catch: the handler turns any other exception into one.
         request_id: RequestId = None
         try:
             ctx = gate(request, self.authenticator)
@@ -50,8 +51,6 @@ class JsonRpcBinding:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
             return self._error(request_id, exc)
-        except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
-            return self._error(request_id, internal_error(exc))
 
     async def _stream(
         self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext

@@ -4,9 +4,9 @@
 coroutine that sends one outgoing message; the connection does the rest, the same way for every
 binding: it decodes calls with ``a2a.protocol.jsonrpc``, answers unary calls and streams out of
 order as they finish (correlated by ``id``), enforces the in-flight limit, cancels one stream on
-``$/cancel``, serves the connection-level methods (``GetAgentCard``, ``initialize``), and is the
-single place where exceptions become JSON-RPC errors. A peer that breaks a limit makes
-``receive`` raise ``ConnectionViolation``, which the binding turns into a close.
+``$/cancel``, serves the connection-level methods (``GetAgentCard``, ``initialize``), and
+encodes protocol errors as JSON-RPC errors (the handler raises nothing else). A peer that breaks
+a limit makes ``receive`` raise ``ConnectionViolation``, which the binding turns into a close.
 
 Closing the connection stops its streams; it never cancels a task (tasks belong to the handler).
 """
@@ -46,7 +46,6 @@ from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, UnsetType
 from .events import ends_stream
 from .handler import CallContext, RequestHandler
-from .http_common import internal_error
 
 __all__ = [
     "CLOSE_POLICY_VIOLATION",
@@ -202,8 +201,6 @@ class RpcConnection:
             body = encode_result(call.id, result)
         except ProtocolError as exc:
             body = encode_error(call.id, exc)
-        except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
-            body = encode_error(call.id, internal_error(exc))
         await self._write(body)
 
     async def _stream(self, call: Call, ctx: CallContext) -> None:
@@ -221,8 +218,6 @@ class RpcConnection:
             closing = encode_stream_end(request_id, END_CANCELED)
         except ProtocolError as exc:
             closing = encode_error(request_id, exc)
-        except Exception as exc:  # noqa: BLE001 - the one boundary: never a traceback to the peer
-            closing = encode_error(request_id, internal_error(exc))
         finally:
             # From here on $/cancel cannot interrupt it: exactly one closing frame goes out.
             self._streams.discard(request_id)

@@ -29,11 +29,11 @@ from ..protocol.connection import STDIO_BINDING
 from ..protocol.lines import LineDecoder, LineTooLongError, encode_line
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentInterface
+from .admission import admit
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
 from .handler import CallContext, RequestHandler
-from .http_common import admit
 from .push import PushNotifier
 from .rpc_connection import (
     CLOSE_TOO_BIG,

@@ -20,9 +20,9 @@ from ..errors import AuthenticationRequiredError, InvalidRequestError, ProtocolE
 from ..protocol.connection import MAX_IN_FLIGHT_HEADER, MAX_MESSAGE_HEADER, WEBSOCKET_BINDING
 from ..protocol.jsonrpc import encode_error
 from ..types import AgentCard
+from .admission import admit
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .handler import RequestHandler
-from .http_common import admit
 from .rpc_connection import DEFAULT_MAX_IN_FLIGHT, ConnectionLimits, ConnectionViolation, RpcConnection
 
 __all__ = ["WS_PATH", "WebSocketBinding", "WebSocketConfig", "websocket_url"]

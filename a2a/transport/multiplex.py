@@ -18,8 +18,7 @@ from typing import Any, ClassVar
 import msgspec
 
 from .. import types as t
-from ..errors import InvalidResponseError, RequestTimeoutError, error_for_code
-from ..protocol.codec import decoder_for
+from ..errors import InvalidResponseError, RequestTimeoutError
 from ..protocol.connection import (
     END_CANCELED,
     END_COMPLETE,
@@ -29,8 +28,9 @@ from ..protocol.connection import (
     decode_frame,
     encode_cancel,
 )
-from ..protocol.jsonrpc import RequestIdCounter, encode_request
+from ..protocol.jsonrpc import RequestIdCounter, decode_result, encode_request
 from ..protocol.lines import LineDecoder, LineTooLongError
+from ..protocol.methods import with_tenant  # the connection transports fill the tenant with it
 from .base import ClientTransport, StreamItem
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "ConnectionTransport", "Multiplexer", "StreamEvent", "with_tenant"]
@@ -123,7 +123,7 @@ class Multiplexer:
         except TimeoutError:
             # The answer may still come; it is dropped then (and frees the slot).
             raise RequestTimeoutError(f"no answer to {method} (id {request_id}) within {timeout}s") from None
-        return _result(frame, result_type)
+        return decode_result(frame.error, frame.result, result_type)
 
     async def stream(self, method: str, params: Any, last_event_id: int | None = None) -> AsyncIterator[StreamEvent]:
         """A streaming call: events until the server's end frame; abandoning it sends ``$/cancel``.
@@ -139,7 +139,7 @@ class Multiplexer:
                     if frame.stream_end.reason not in (END_COMPLETE, END_CANCELED):
                         log.info("%s stream %s ended early: %s", method, request_id, frame.stream_end.reason)
                     return
-                item = _result(frame, t.StreamResponse)
+                item = decode_result(frame.error, frame.result, t.StreamResponse)
                 yield StreamEvent(StreamItem(item, str(frame.seq) if frame.seq else None), frame.seq or 0)
         finally:
             if not pending.done and self.error is None:
@@ -206,30 +206,6 @@ class Multiplexer:
             self._slots.release()
 
 
-def _result(frame: Frame, result_type: type | None) -> Any:
-    if isinstance(frame.error, t.JSONRPCError):
-        err = frame.error
-        data = None if isinstance(err.data, t.UnsetType) else err.data
-        raise error_for_code(err.code, err.message, data, reason=_reason(data))
-    if isinstance(frame.result, t.UnsetType):
-        raise InvalidResponseError(f"answer for id {frame.id!r} has neither result nor error")
-    if result_type is None:
-        return msgspec.json.decode(frame.result)
-    try:
-        return decoder_for(result_type).decode(frame.result)
-    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError) as exc:
-        raise InvalidResponseError(f"Peer sent an invalid {result_type.__name__}: {exc}") from exc
-
-
-def _reason(data: Any) -> str | None:
-    """The ``ErrorInfo.reason`` of an error's ``data``, which names the error more exactly than its code."""
-    for item in data if isinstance(data, list) else ():
-        reason = item.get("reason") if isinstance(item, dict) else None
-        if isinstance(reason, str):
-            return reason
-    return None
-
-
 class ConnectionTransport(ClientTransport):
     """A transport over one multiplexed connection (WebSocket, stdio); it can also fetch the card."""
 
@@ -239,13 +215,6 @@ class ConnectionTransport(ClientTransport):
     @abc.abstractmethod
     async def get_card(self, *, timeout: float | None) -> t.AgentCard:
         """The agent card, asked over the connection (``GetAgentCard``)."""
-
-
-def with_tenant(params: Any, tenant: str | None) -> Any:
-    """``params`` with the interface's tenant filled in where the caller gave none."""
-    if tenant and getattr(params, "tenant", "absent") is None:
-        return msgspec.structs.replace(params, tenant=tenant)
-    return params
 
 
 def feed_lines(decoder: LineDecoder, mux: Multiplexer, data: bytes) -> str | None:

@@ -80,14 +80,16 @@ async def test_connection_methods(twin: Twin) -> None:
 
 
 async def test_unexpected_failures_become_a_generic_internal_error(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A fault inside the handler (here its store): the handler's boundary makes it -32603.
     async def broken(*_: Any) -> Any:
         raise RuntimeError("secret detail from deep inside")
 
-    monkeypatch.setattr(twin.handler, "call", broken)
+    monkeypatch.setattr(twin.handler.store, "get", broken)
     await twin.send({"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "x"}})
-    answer = await twin.next()
-    assert answer["error"]["code"] == -32603
-    assert "secret" not in json.dumps(answer)
+    await twin.send({"jsonrpc": "2.0", "id": 2, "method": "SubscribeToTask", "params": {"id": "x"}})
+    answers = sorted([await twin.next(), await twin.next()], key=lambda a: int(a["id"]))
+    assert [(a["id"], a["error"]["code"]) for a in answers] == [(1, -32603), (2, -32603)]
+    assert "secret" not in json.dumps(answers)
 
 
 async def test_a_stream_that_fails_midway_ends_with_its_error(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:

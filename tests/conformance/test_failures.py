@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
 import pytest
 
 from a2a import A2AClient, A2AServer, Agent, RequestContext
 from a2a.errors import InternalError
-from a2a.types import Message, Task, TaskState, TaskStatusUpdateEvent
+from a2a.types import AgentExtension, Message, Task, TaskState, TaskStatusUpdateEvent
 
 from .conftest import OpenClient, OpenRaw, StartServer
 from .helpers import TRACEBACK_MARKERS, Raw, bounded, collect, expect_error, send_params, summary, text_of
@@ -112,9 +116,9 @@ async def test_server_fault_while_sending(echo_server: A2AServer, raw: Raw, monk
 
 # ---- the same, through the client, on every binding ------------------------------------------
 #
-# WebSocket and stdio turn exceptions into JSON-RPC errors in their own place (the connection
-# dispatcher), so the same promises are checked there: the task fails with the agent's text,
-# a server fault is a generic -32603 with nothing of the fault in it, and serving goes on.
+# WebSocket and stdio frame errors in their own place (the connection dispatcher), so the same
+# promises are checked there too: the task fails with the agent's text, a server fault is a
+# generic -32603 with nothing of the fault in it, and serving goes on.
 
 
 @pytest.fixture
@@ -174,3 +178,60 @@ async def test_client_server_fault_while_streaming(
             await collect(client.stream("stream:1"))
     assert caught.value.message == "Internal error" and SECRET not in str(caught.value)
     assert [summary(e)[1] for e in await collect(client.stream("stream:1"))][-1] == "TASK_STATE_COMPLETED"
+
+
+# ---- the one exception boundary: the handler ---------------------------------------------------
+#
+# Agent code the handler runs outside ``execute`` (here: reading the agent's extensions, which
+# every SendMessage does) raises something that is not a protocol error. Whatever the binding,
+# the caller gets the generic -32603 with nothing of the fault in it, and the fault is logged
+# once: by the handler, not again by a binding.
+
+
+class _ExplodingExtensions(list[AgentExtension]):
+    def __iter__(self) -> Any:
+        raise RuntimeError(SECRET)
+
+
+def _agent_with_broken_extensions() -> Agent:
+    async def reply(ctx: RequestContext) -> None:
+        await ctx.reply(ctx.text)
+
+    agent = Agent("Broken", description="Its extensions break when read", handler=reply)
+    agent.extensions = _ExplodingExtensions()
+    return agent
+
+
+def _logged_faults(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.exc_info is not None and SECRET in str(r.exc_info[1])]
+
+
+async def test_client_fault_in_agent_code_is_one_logged_internal_error(
+    serve: StartServer, open_client: OpenClient, caplog: pytest.LogCaptureFixture
+) -> None:
+    client = await open_client(await serve(_agent_with_broken_extensions()))
+    calls: list[Callable[[], Awaitable[Any]]] = [lambda: client.send("hi"), lambda: collect(client.stream("hi"))]
+    for call in calls:
+        with caplog.at_level(logging.ERROR):
+            caplog.clear()
+            with pytest.raises(InternalError) as caught:
+                await bounded(call())
+        assert caught.value.code == -32603 and caught.value.message == "Internal error"
+        assert SECRET not in str(caught.value) and SECRET not in repr(caught.value.data)
+        assert len(_logged_faults(caplog)) == 1, [r.getMessage() for r in caplog.records]
+
+
+async def test_fault_in_agent_code_has_no_traceback_on_the_wire(
+    serve: StartServer, open_raw: OpenRaw, caplog: pytest.LogCaptureFixture
+) -> None:
+    raw = open_raw(await serve(_agent_with_broken_extensions()))
+    with caplog.at_level(logging.ERROR):
+        outcome = await raw.call("SendMessage", send_params("hi"))
+        async with raw.stream("SendStreamingMessage", send_params("hi")) as stream:
+            assert not stream.is_sse
+            streamed = await stream.outcome()
+    for result in (outcome, streamed):
+        assert expect_error(result, -32603, http_status=None if raw.binding == "JSONRPC" else 500) == "Internal error"
+        assert SECRET not in result.body.decode()
+        _no_traceback(result.body.decode())
+    assert len(_logged_faults(caplog)) == 2, [r.getMessage() for r in caplog.records]

@@ -9,10 +9,10 @@ from typing import Any
 import httpx
 import pytest
 
-from a2a import A2AServer, ServerConfig
+from a2a import A2AServer, BearerAuth, ServerConfig
 
 from .conftest import OpenRaw, StartServer
-from .helpers import VERSION, Raw, bounded, expect_error, load_module, send_params, user_message
+from .helpers import VERSION, Outcome, Raw, bounded, expect_error, load_module, send_params, user_message
 
 
 @pytest.fixture
@@ -258,3 +258,34 @@ def _outcome(raw: Raw, response: httpx.Response) -> Any:
     from .helpers import Outcome
 
     return Outcome(raw.binding, response.status_code, response.headers, response.content)
+
+
+# ---- what the server cannot even read is still an A2A error -----------------------------------
+#
+# The handler turns faults into -32603; the bindings catch protocol errors only, so whatever
+# they decode themselves (headers, paths, queries, bodies) must fail as a protocol error.
+
+
+async def _with_header(raw: Raw, method: str, params: dict[str, Any], name: bytes, value: bytes) -> Outcome:
+    request = raw.request(method, params)
+    request.headers = httpx.Headers([*request.headers.raw, (name, value)])
+    return await raw.send(request)
+
+
+async def test_credentials_that_are_not_utf8_are_refused_as_credentials(
+    serve: StartServer, open_raw: OpenRaw, echo_agent: Any
+) -> None:
+    raw = open_raw(await serve(echo_agent, auth=[BearerAuth(credentials={"tok": "alice"})]))
+    outcome = await _with_header(raw, "ListTasks", {}, b"Authorization", b"Bearer \xff\xfe")
+    expect_error(outcome, -32000, http_status=401)
+
+
+async def test_a_last_event_id_of_other_digits_is_invalid_params(raw: Raw) -> None:
+    outcome = await _with_header(raw, "ListTasks", {}, b"Last-Event-ID", "\u00b2".encode())  # "²" is no int
+    expect_error(outcome, -32602)
+    await raw.echo_ok()
+
+
+async def test_rest_body_with_a_string_that_is_not_utf8_is_a_parse_error(rest: Raw) -> None:
+    expect_error(await rest.post("tasks/x:cancel", b'{"metadata": {"a": "\xff"}}'), -32700)
+    await rest.echo_ok()
