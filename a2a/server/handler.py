@@ -316,17 +316,11 @@ class RequestHandler:
                 metadata=req.metadata,
             )
             record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "")
-        run = Run(
-            store=self.store,
-            record=record,
-            bus=self.bus,
-            push=self.push,
-            materialized=False,
-            idempotency_key=key,
-            idempotency=claim,
-        )
+        # The skill first: if choosing it fails, no run is left registered for a retry to wait on.
+        skill = self.agent.select_skill(message)
+        run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
-        rc = RequestContext(run, message, prior, self.agent.select_skill(message), ctx.principal)
+        rc = RequestContext(run, message, prior, skill, ctx.principal)
         run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
         self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
         run.start(self.agent, rc)
@@ -440,16 +434,27 @@ class RequestHandler:
 
     async def _end_idle(self, record: TaskRecord, state: t.TaskState, note: t.Message | None) -> None:
         """Give a task no agent code is running for its final state."""
-        run = Run(
+        run = self._run(record, materialized=True, idempotency_key=None, idempotency=None)
+        await run.publish_status(state, note)
+
+    def _run(
+        self,
+        record: TaskRecord,
+        *,
+        materialized: bool,
+        idempotency_key: tuple[str, str, str] | None,
+        idempotency: IdempotencyRecord | None,
+    ) -> Run:
+        """A run of ``record`` on this handler's store, bus and push notifier."""
+        return Run(
             store=self.store,
             record=record,
             bus=self.bus,
             push=self.push,
-            materialized=True,
-            idempotency_key=None,
-            idempotency=None,
+            materialized=materialized,
+            idempotency_key=idempotency_key,
+            idempotency=idempotency,
         )
-        await run.publish_status(state, note)
 
     async def subscribe(self, req: t.SubscribeToTaskRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
         record = await self._owned(req.id, ctx, req.tenant)

@@ -107,3 +107,30 @@ async def test_a_run_is_forgotten_even_when_whoever_cancels_it_is_cancelled_too(
     assert entered == ["go"]
     assert again.message is not None and again.message.text == "hi"
     await handler.shutdown()
+
+
+class _SkillChoiceFails(Agent):
+    """An agent whose skill choice raises (a subclass may route messages its own way)."""
+
+    def select_skill(self, message: Message) -> str | None:
+        raise RuntimeError("no skill for this")
+
+
+async def test_a_failed_skill_choice_leaves_no_run_behind_for_a_retry_to_wait_on() -> None:
+    agent = _SkillChoiceFails("Chooser", "fails to choose")
+
+    @agent.skill(tags=["test"])
+    async def act(ctx: RequestContext) -> str:
+        return "done"
+
+    handler = RequestHandler(agent)
+    await handler.start()
+    request = send("go")
+    for _ in range(2):  # the retry of the same messageId must not wait on a run that never started
+        async with asyncio.timeout(5):
+            try:
+                await handler.call("SendMessage", request, NOBODY)
+            except Exception as exc:  # noqa: BLE001 - the handler turns it into its internal error
+                assert "InternalError" in type(exc).__name__
+        assert handler._runs == {}
+    await handler.shutdown()

@@ -30,6 +30,7 @@ import msgspec
 
 from ...backoff import Backoff, parse_retry_after
 from ...errors import InvalidParamsError
+from ...protocol.rest import MEDIA_TYPE
 from ...ssrf import (
     ForbiddenTargetError,
     GuardedTransport,
@@ -47,7 +48,6 @@ __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "DeliveryPolicy", "PushNotifier
 
 log = logging.getLogger("a2a.server.push")
 
-MEDIA_TYPE = "application/a2a+json"
 TOKEN_HEADER = "X-A2A-Notification-Token"
 EVENT_ID_HEADER = "X-A2A-Event-Id"
 SEQUENCE_HEADER = "X-A2A-Sequence"
@@ -456,7 +456,7 @@ class PushNotifier:
 def _headers(record: PushConfigRecord, seq: int) -> dict[str, str]:
     config = record.config
     headers = {
-        "Content-Type": MEDIA_TYPE,
+        "Content-Type": MEDIA_TYPE,  # a push body is a StreamResponse, as REST frames it
         "User-Agent": USER_AGENT,
         EVENT_ID_HEADER: f"{record.task_id}:{seq}",
         SEQUENCE_HEADER: str(seq),
