@@ -29,6 +29,7 @@ __all__ = [
     "encode_error",
     "encode_request",
     "encode_result",
+    "request_id_of",
 ]
 
 _envelope_decoder = msgspec.json.Decoder(t.JSONRPCRequest)
@@ -65,7 +66,7 @@ def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) 
         raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
-    request_id = env.id if isinstance(env.id, (str, int)) and not isinstance(env.id, bool) else None
+    request_id = _valid_id(env.id)
     if env.jsonrpc != "2.0":
         raise RequestError(InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id)
     if env.id is t.UNSET or not (env.id is None or request_id is not None):
@@ -84,6 +85,21 @@ def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) 
     except ProtocolError as exc:  # invalid params, or invalid UTF-8 inside them
         raise RequestError(exc, request_id) from exc
     return Call(request_id, spec, params, None if resume is t.UNSET else resume)
+
+
+def _valid_id(value: Any) -> t.RequestId:
+    """An envelope's ``id`` when it is one a request may have (a string or an integer), else ``None``."""
+    return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
+
+
+def request_id_of(body: bytes | str) -> t.RequestId:
+    """The id of a request refused before it is decoded (its version, its credentials), to
+    answer it with: ``None`` when the body is no JSON-RPC object or holds no valid id."""
+    try:
+        env = _envelope_decoder.decode(body if isinstance(body, bytes) else body.encode())
+    except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
+        return None
+    return _valid_id(env.id)
 
 
 def encode_result(request_id: t.RequestId, result: Any) -> bytes:

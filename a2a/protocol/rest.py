@@ -82,10 +82,12 @@ class Router:
         self._routes = (*plain, *tenanted)
 
     def match(self, path: str, http_method: str) -> tuple[MethodSpec, dict[str, str]]:
-        """The operation at ``path`` (relative to the interface URL, decoded) and its path fields."""
+        """The operation at ``path`` (relative to the interface URL, decoded) and its path fields;
+        one trailing slash names the same operation (``tasks/`` is ``tasks``)."""
         allowed = False
+        routed = path[:-1] if path.endswith("/") else path
         for route in self._routes:
-            found = route.pattern.match(path)
+            found = route.pattern.match(routed)
             if found is None:
                 continue
             if http_method in route.http_methods:

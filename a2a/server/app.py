@@ -37,8 +37,8 @@ from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
-from .http_jsonrpc import JsonRpcBinding
-from .http_rest import RestBinding
+from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
+from .http_rest import RestBinding, rest_error_body
 from .push import PushNotifier
 from .routing import Dispatcher, Middleware, Route
 from .serving import open_handler, served_card
@@ -228,8 +228,8 @@ class A2AServer:
         rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH)
         routes = [
             Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), frozenset({"GET", "HEAD"})),
-            Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"})),
-            Route(mount + REST_PATH, rest.handle, None, prefix=True),
+            Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body),
+            Route(mount + REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body),
         ]
         # Stop steps run before aiohttp waits for the open requests (``on_shutdown``, not a
         # cleanup context): the runs end CANCELED first, so that streams and blocking sends
@@ -239,7 +239,7 @@ class A2AServer:
         if ws.enabled:
             card = functools.partial(self._request_card, mount=mount)
             binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit)
-            routes.append(Route(mount + ws.path, binding.handle, frozenset({"GET", "HEAD"})))
+            routes.append(Route(mount + ws.path, binding.handle, frozenset({"GET", "HEAD"}), errors=jsonrpc_error_body))
             # After the runs: the WebSocket connections flush those answers and close.
             hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))
         # Before the first request: the handler listens to the other replicas, and tasks a

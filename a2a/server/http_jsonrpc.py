@@ -6,14 +6,21 @@ from aiohttp import web
 
 from ..errors import AuthenticationRequiredError, ProtocolError
 from ..protocol.codec import encode
-from ..protocol.jsonrpc import RequestError, decode_call, encode_error, encode_result
+from ..protocol.jsonrpc import RequestError, decode_call, encode_error, encode_result, request_id_of
 from ..types import RequestId
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import first_event, gate, read_body, write_sse
 
-__all__ = ["JsonRpcBinding"]
+__all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
+
+JSON = "application/json"
+
+
+def jsonrpc_error_body(error: ProtocolError) -> tuple[bytes, str]:
+    """An error that answers no request we could read (``"id": null``), and its content type."""
+    return encode_error(None, error), JSON
 
 
 class JsonRpcBinding:
@@ -32,15 +39,25 @@ class JsonRpcBinding:
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
         elif error.http_status == 413:
             status = 413
-        return web.Response(
-            body=encode_error(request_id, error), status=status, headers=headers, content_type="application/json"
-        )
+        return web.Response(body=encode_error(request_id, error), status=status, headers=headers, content_type=JSON)
+
+    async def _refused_id(self, request: web.BaseRequest) -> RequestId:
+        """The id of a request refused before it was read (its version, its credentials): read
+        from its body when it can be (JSON-RPC 2.0 allows ``null`` only when it cannot); a body
+        over the limit is not read."""
+        try:
+            return request_id_of(await read_body(request, self.max_body))
+        except ProtocolError:
+            return None
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         # Only protocol errors to catch: the handler turns any other exception into one.
-        request_id: RequestId = None
         try:
             ctx = gate(request, self.authenticator)
+        except ProtocolError as exc:
+            return self._error(await self._refused_id(request), exc)
+        request_id: RequestId = None
+        try:
             call = decode_call(await read_body(request, self.max_body))
             request_id = call.id
             if call.method.streaming:

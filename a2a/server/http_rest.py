@@ -13,7 +13,13 @@ from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import first_event, gate, read_body, write_sse
 
-__all__ = ["RestBinding"]
+__all__ = ["RestBinding", "rest_error_body"]
+
+
+def rest_error_body(error: ProtocolError) -> tuple[bytes, str]:
+    """An error as this binding answers it: the REST error body, with the same content type as
+    a success (``application/a2a+json``)."""
+    return rest.encode_error(error), rest.MEDIA_TYPE
 
 
 class RestBinding:
@@ -28,9 +34,8 @@ class RestBinding:
         headers = None
         if isinstance(error, AuthenticationRequiredError):
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-        return web.Response(
-            body=rest.encode_error(error), status=error.http_status, headers=headers, content_type="application/json"
-        )
+        body, content_type = rest_error_body(error)
+        return web.Response(body=body, status=error.http_status, headers=headers, content_type=content_type)
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         # Only protocol errors to catch: the handler turns any other exception into one.

@@ -8,6 +8,11 @@ what the one catch-all route of ``A2AServer.app()`` calls when the server is emb
 larger application: so an unknown path (404), a wrong method (405 with ``Allow``) and
 ``Expect`` are answered alike in both. Middlewares (aiohttp's kind) are run by the dispatcher,
 around the routing, as an application runs them around its router.
+
+Every path is served with and without one trailing slash (``/a2a/jsonrpc/`` is
+``/a2a/jsonrpc``), and every answer the dispatcher gives itself is a JSON error body, framed
+as the endpoint the path is at or under frames its errors (a route's ``errors``): a client that
+got a URL slightly wrong can read the answer, where aiohttp's own would be ``text/plain``.
 """
 
 from __future__ import annotations
@@ -15,15 +20,34 @@ from __future__ import annotations
 import functools
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import cast
+from typing import TypeVar, cast
 
 from aiohttp import web
 from aiohttp.http import HttpVersion11
 from aiohttp.typedefs import Middleware
 
-__all__ = ["Dispatcher", "Handler", "Middleware", "Route"]
+from ..errors import InvalidRequestError, MethodNotFoundError, ProtocolError
+from ..protocol import rest
+
+__all__ = ["Dispatcher", "ErrorFraming", "Handler", "Middleware", "Route", "status_body"]
 
 Handler = Callable[[web.BaseRequest], Awaitable[web.StreamResponse]]
+#: How an endpoint frames an error: the body and its content type.
+ErrorFraming = Callable[[ProtocolError], tuple[bytes, str]]
+
+
+def status_body(error: ProtocolError) -> tuple[bytes, str]:
+    """The framing of paths that are no binding's (the card's, unknown ones): a
+    ``google.rpc.Status`` body (REST's error format, which names the HTTP status) as JSON."""
+    return rest.encode_error(error), "application/json"
+
+
+class _MethodNotAllowed(MethodNotFoundError):
+    http_status = 405
+
+
+class _ExpectationFailed(InvalidRequestError):
+    http_status = 417
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +58,9 @@ class Route:
     methods: frozenset[str] | None
     #: Serve every path under ``path + "/"`` too (the handler reads the rest of the path).
     prefix: bool = False
+    #: How the dispatcher frames its own answers (404, 405, 417) at ``path`` and under it;
+    #: ``None``: ``status_body``.
+    errors: ErrorFraming | None = None
 
 
 class Dispatcher:
@@ -41,13 +68,20 @@ class Dispatcher:
 
     Routes may share a path (a WebSocket endpoint configured on the JSON-RPC path, say): each
     method goes to its own handler, as aiohttp's router would do it. An exact path is tried
-    before the prefixes; a path that exists for other methods only is 405 with ``Allow``.
-    ``middlewares`` run around all that, the first one outermost (they see 404s and 405s too).
+    before the prefixes, and an exact path with one trailing slash is that path; a path that
+    exists for other methods only is 405 with ``Allow``. ``middlewares`` run around all that,
+    the first one outermost (they see 404s and 405s too, raised as aiohttp's router raises them).
     """
 
     def __init__(self, routes: Sequence[Route], middlewares: Sequence[Middleware] = ()) -> None:
         self._exact: dict[str, dict[str, Handler]] = {}
         self._prefixed: list[tuple[str, dict[str, Handler]]] = []
+        # The longest path first: a path is framed as the innermost endpoint it is under.
+        self._framings = sorted(
+            ((route.path, route.errors) for route in routes if route.errors is not None),
+            key=lambda entry: len(entry[0]),
+            reverse=True,
+        )
         for route in routes:
             if route.prefix:
                 self._prefixed.append((route.path + "/", {}))
@@ -69,6 +103,8 @@ class Dispatcher:
         """The handler for ``method`` on ``path``; ``HTTPNotFound`` or ``HTTPMethodNotAllowed``."""
         allowed: set[str] = set()
         table = self._exact.get(path)
+        if table is None and path.endswith("/"):
+            table = self._exact.get(path[:-1])  # "/a2a/jsonrpc/" names the same endpoint
         if table is not None:
             handler = table.get(method) or table.get("*")
             if handler is not None:
@@ -81,8 +117,17 @@ class Dispatcher:
                     return handler
                 allowed.update(table)
         if allowed:
-            raise web.HTTPMethodNotAllowed(method, sorted(allowed))
-        raise web.HTTPNotFound()
+            refusal = _MethodNotAllowed(f"HTTP {method} is not allowed on {path} (only {', '.join(sorted(allowed))})")
+            raise _framed(web.HTTPMethodNotAllowed(method, sorted(allowed)), self.framing(path), refusal)
+        error = MethodNotFoundError(f"Nothing is served at {path}: the agent card lists this server's endpoints")
+        raise _framed(web.HTTPNotFound(), self.framing(path), error)
+
+    def framing(self, path: str) -> ErrorFraming:
+        """How errors are framed at ``path``: as the endpoint it is at or under does it."""
+        for start, framing in self._framings:
+            if path.startswith(start) and (len(path) == len(start) or path[len(start)] == "/"):
+                return framing
+        return status_body
 
     def __call__(self, request: web.BaseRequest) -> Awaitable[web.StreamResponse]:
         if self._chain is not None:
@@ -98,21 +143,36 @@ class Dispatcher:
         # slash never makes another endpoint's path.
         handler = self.handler_for(request.rel_url.path_safe, request.method)
         if request.headers.get("Expect"):
-            return _after_expect(request, handler)
+            return _after_expect(request, handler, self.framing(request.rel_url.path_safe))
         return handler(request)
 
 
-async def _after_expect(request: web.BaseRequest, handler: Handler) -> web.StreamResponse:
-    await _expect(request)
+_Refusal = TypeVar("_Refusal", bound=web.HTTPException)
+
+
+def _framed(refusal: _Refusal, framing: ErrorFraming, error: ProtocolError) -> _Refusal:
+    """aiohttp's exception for the status, answering ``error`` as ``framing`` frames it.
+
+    Set after construction: aiohttp deprecates a body given to the constructor, and its ``text=``
+    would add a charset that the bindings' own error answers do not have.
+    """
+    refusal.body, content_type = framing(error)
+    refusal.content_type = content_type
+    refusal.charset = None
+    return refusal
+
+
+async def _after_expect(request: web.BaseRequest, handler: Handler, framing: ErrorFraming) -> web.StreamResponse:
+    await _expect(request, framing)
     return await handler(request)
 
 
-async def _expect(request: web.BaseRequest) -> None:
+async def _expect(request: web.BaseRequest, framing: ErrorFraming) -> None:
     """``Expect: 100-continue``: tell the client to send its body (as aiohttp's router does)."""
     expect = request.headers.get("Expect", "")
     if request.version != HttpVersion11:
         return
     if expect.lower() != "100-continue":
-        raise web.HTTPExpectationFailed(text=f"Unknown Expect: {expect}")
+        raise _framed(web.HTTPExpectationFailed(), framing, _ExpectationFailed(f"Unknown Expect: {expect}"))
     await request.writer.write(b"HTTP/1.1 100 Continue\r\n\r\n")
     request.writer.output_size = 0  # the interim answer is not part of the response

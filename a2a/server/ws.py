@@ -18,11 +18,11 @@ from multidict import CIMultiDict
 
 from ..errors import AuthenticationRequiredError, InvalidRequestError, ProtocolError
 from ..protocol.connection import MAX_IN_FLIGHT_HEADER, MAX_MESSAGE_HEADER, WEBSOCKET_BINDING
-from ..protocol.jsonrpc import encode_error
 from ..types import AgentCard
 from .admission import admit
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .handler import RequestHandler
+from .http_jsonrpc import jsonrpc_error_body
 from .rpc_connection import DEFAULT_MAX_IN_FLIGHT, ConnectionLimits, ConnectionViolation, RpcConnection
 
 __all__ = ["WS_PATH", "WebSocketBinding", "WebSocketConfig", "websocket_url"]
@@ -75,7 +75,9 @@ class _WebSocketResponse(web.WebSocketResponse):
 
 
 def _error_response(error: ProtocolError, status: int, headers: dict[str, str] | None) -> web.Response:
-    return web.Response(body=encode_error(None, error), status=status, headers=headers, content_type="application/json")
+    # No JSON-RPC request was read yet (the handshake has none): "id" is null.
+    body, content_type = jsonrpc_error_body(error)
+    return web.Response(body=body, status=status, headers=headers, content_type=content_type)
 
 
 def _reason(text: str) -> bytes:

@@ -8,11 +8,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from multidict import CIMultiDict
 
 from a2a import Agent
 from a2a import types as t
 from a2a.errors import InvalidResponseError, TaskNotFoundError, TransportError
-from a2a.protocol.connection import WEBSOCKET_BINDING
+from a2a.protocol.connection import STDIO_BINDING, WEBSOCKET_BINDING
+from a2a.server.admission import admit
+from a2a.server.auth import Authenticator, BearerAuth
 from a2a.server.handler import CallContext, RequestHandler
 from a2a.server.rpc_connection import ConnectionLimits, ConnectionViolation, RpcConnection
 from a2a.transport.multiplex import Multiplexer
@@ -77,6 +80,59 @@ async def test_connection_methods(twin: Twin) -> None:
     assert (await twin.next())["error"]["code"] == -32602
     await twin.send({"jsonrpc": "2.0", "id": 4, "method": "initialize", "params": {}})
     assert (await twin.next())["error"]["code"] == -32600  # only stdio offers initialize
+
+
+class Admitted(Twin):
+    """A connection admitted by ``initialize`` (as stdio's), with the HTTP gate: a version and a
+    bearer token."""
+
+    def __init__(self, agent: Agent) -> None:
+        self.out = asyncio.Queue()
+        self.handler = RequestHandler(agent)
+        card = agent.build_card([])
+        authenticator = Authenticator([BearerAuth(credentials={"tok-a": "alice"})])
+        self.conn = RpcConnection(
+            self.handler,
+            self._send,
+            card=lambda: card,
+            binding=STDIO_BINDING,
+            admit=lambda params: admit(CIMultiDict(params), {}, authenticator),
+        )
+
+
+def _initialize(request_id: Any, **parameters: str) -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize", "params": {"serviceParameters": parameters}}
+
+
+async def test_early_refusals_carry_the_request_id(echo_agent: Agent) -> None:
+    """JSON-RPC 2.0 section 5: the answer's id "MUST be the same as the value of the id member in
+    the Request Object" (null only when it cannot be detected). Over a connection the early
+    refusals are ``initialize``'s (version, credentials) and calls before it: each readable id
+    comes back."""
+    peer = Admitted(echo_agent)
+    try:
+        await peer.send(_msg("early", "too soon"))
+        assert ((await peer.next())["id"], "error") == ("early", "error")
+        await peer.send(_initialize("i-1", Authorization="Bearer tok-a"))  # no version
+        refused = await peer.next()
+        assert (refused["id"], refused["error"]["code"]) == ("i-1", -32009)
+        await peer.send(_initialize(2, **{"A2A-Version": "0.3", "Authorization": "Bearer tok-a"}))
+        refused = await peer.next()
+        assert (refused["id"], refused["error"]["code"]) == (2, -32009)
+        await peer.send(_initialize("i-3", **{"A2A-Version": "1.0", "Authorization": "Bearer nope"}))
+        refused = await peer.next()
+        assert (refused["id"], refused["error"]["code"]) == ("i-3", -32000)
+        await peer.send(_initialize(4, **{"A2A-Version": "1.0", "Authorization": "Bearer tok-a"}))
+        assert (await peer.next())["id"] == 4
+        await peer.send({"jsonrpc": "2.0", "id": "u", "method": "NoSuchMethod", "params": {}})
+        refused = await peer.next()
+        assert (refused["id"], refused["error"]["code"]) == ("u", -32601)
+        await peer.send('{"jsonrpc": "2.0", "id": "broken", ')
+        refused = await peer.next()
+        assert (refused["id"], refused["error"]["code"]) == (None, -32700)  # unreadable: null
+    finally:
+        await peer.conn.close()
+        await peer.handler.shutdown()
 
 
 async def test_unexpected_failures_become_a_generic_internal_error(twin: Twin, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -17,6 +17,7 @@ from a2a.protocol.jsonrpc import (
     encode_error,
     encode_request,
     encode_result,
+    request_id_of,
 )
 from a2a.protocol.methods import METHODS
 
@@ -337,3 +338,24 @@ def test_decode_response_refuses_a_result_breaking_a_oneof() -> None:
     body = b'{"jsonrpc":"2.0","id":1,"result":{}}'
     with pytest.raises(e.InvalidResponseError, match="SendMessageResponse"):
         decode_response(body, t.SendMessageResponse)
+
+
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (b'{"jsonrpc": "2.0", "id": "r-1", "method": "ListTasks"}', "r-1"),
+        (b'{"id": 7}', 7),
+        ('{"id": 0, "method": 3}', 0),  # read even from an envelope decode_call would refuse
+        (b'{"jsonrpc": "2.0", "id": true, "method": "ListTasks"}', None),
+        (b'{"id": {"a": 1}}', None),
+        (b'{"id": 1.5}', None),
+        (b'{"method": "ListTasks"}', None),
+        (b"[1]", None),
+        (b"{not json", None),
+        (b'{"id": "\xff', None),
+        (b"", None),
+    ],
+)
+def test_request_id_of_reads_a_valid_id_or_none(body: bytes | str, expected: object) -> None:
+    """The id an early refusal answers with: the request's own when it is readable and valid."""
+    assert request_id_of(body) == expected

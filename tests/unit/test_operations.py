@@ -196,6 +196,15 @@ def test_a_task_id_is_never_read_as_a_tenant() -> None:
     assert rest.match("acme/tasks", "GET") == (METHODS["ListTasks"], {"tenant": "acme"})
 
 
+def test_one_trailing_slash_names_the_same_operation() -> None:
+    assert rest.match("tasks/", "GET") == (METHODS["ListTasks"], {})
+    assert rest.match("message:send/", "POST") == (METHODS["SendMessage"], {})
+    assert rest.match("tasks/t1/", "GET") == (METHODS["GetTask"], {"id": "t1"})
+    assert rest.match("acme/tasks/t1:cancel/", "POST") == (METHODS["CancelTask"], {"tenant": "acme", "id": "t1"})
+    with pytest.raises(e.MethodNotFoundError, match=re.escape("No A2A operation at /tasks//")):
+        rest.match("tasks//", "GET")
+
+
 def test_subscribe_also_accepts_post() -> None:
     assert rest.match("tasks/t1:subscribe", "POST")[0] is METHODS["SubscribeToTask"]
 
