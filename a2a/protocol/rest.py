@@ -25,7 +25,7 @@ from ..errors import (
     ProtocolError,
     error_for_code,
 )
-from .codec import decode_as, decoder_for, encode
+from .codec import convert_as, decode_as, decoder_for, encode
 from .methods import OPERATIONS, WHOLE_REQUEST, MethodSpec
 from .version import VERSION_HEADER
 
@@ -129,11 +129,10 @@ def decode_params(spec: MethodSpec, path_fields: Mapping[str, str], query: Mappi
     fields.update(query)
     fields.pop(VERSION_HEADER, None)
     names = _wire_names(request_type)
+    for name in path_fields:  # the path overrides the body, under either name
+        fields.pop(name, None)
     fields.update({names.get(k, k): v for k, v in path_fields.items()})
-    try:
-        return msgspec.convert(fields, request_type, strict=False)
-    except (msgspec.ValidationError, UnicodeError) as exc:  # UnicodeError: a query that is not UTF-8
-        raise InvalidParamsError(f"Invalid params: {exc}") from exc
+    return convert_as(fields, request_type)
 
 
 def encode_result(result: Any) -> bytes:

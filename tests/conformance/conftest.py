@@ -13,7 +13,8 @@ Which bindings a test runs over is decided here, once, not in the tests:
   (``raw``, ``open_raw`` or ``http``, directly or through another fixture: hand-made requests,
   HTTP statuses, SSE framing, headers; or the marker ``http_only``), or a binding that
   authenticates its caller (marker ``needs_authentication``: an in-process caller is trusted and
-  names its principal). It runs over the bindings that declare that capability in
+  names its principal), or one that carries requests as JSON a test can write by hand (marker
+  ``raw_json``: key names, enum forms). It runs over the bindings that declare that capability in
   ``CAPABILITIES``, and nowhere else: no test body asks which binding it is on.
 
 ``pytest_generate_tests`` below reads the test's whole fixture closure and markers and
@@ -56,19 +57,23 @@ RAW_HTTP = "raw HTTP"
 #: right ones. An in-process caller is trusted instead: it names its principal.
 AUTHENTICATION = "authentication"
 
+#: Capability: the binding carries requests as JSON text a test can write by hand (key names,
+#: enum forms); the in-process binding passes typed objects instead.
+RAW_JSON = "raw JSON"
+
 #: Every binding of the matrix and what it offers beyond the A2A operations themselves.
 CAPABILITIES: dict[str, frozenset[str]] = {
-    "JSONRPC": frozenset({RAW_HTTP, AUTHENTICATION}),
-    "HTTP+JSON": frozenset({RAW_HTTP, AUTHENTICATION}),
-    "WEBSOCKET": frozenset({AUTHENTICATION}),
-    "STDIO": frozenset({AUTHENTICATION}),
+    "JSONRPC": frozenset({RAW_HTTP, AUTHENTICATION, RAW_JSON}),
+    "HTTP+JSON": frozenset({RAW_HTTP, AUTHENTICATION, RAW_JSON}),
+    "WEBSOCKET": frozenset({AUTHENTICATION, RAW_JSON}),
+    "STDIO": frozenset({AUTHENTICATION, RAW_JSON}),
     "LOCAL": frozenset(),
 }
 
 #: Fixtures that speak HTTP by hand: a test that uses any of them needs ``RAW_HTTP``.
 HTTP_ONLY_FIXTURES = frozenset({"http", "raw", "open_raw"})
 #: Markers that declare a capability a test needs.
-CAPABILITY_MARKERS = {"http_only": RAW_HTTP, "needs_authentication": AUTHENTICATION}
+CAPABILITY_MARKERS = {"http_only": RAW_HTTP, "needs_authentication": AUTHENTICATION, "raw_json": RAW_JSON}
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -77,6 +82,9 @@ def pytest_configure(config: pytest.Config) -> None:
         "markers",
         "needs_authentication: this conformance test needs a binding that authenticates its caller "
         "(not the in-process LOCAL binding, whose caller names its principal)",
+    )
+    config.addinivalue_line(
+        "markers", "raw_json: this conformance test writes requests as JSON by hand (every binding but LOCAL)"
     )
     config.addinivalue_line(
         "markers",
