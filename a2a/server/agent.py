@@ -198,8 +198,13 @@ def _resolve(function: SkillFunction, param: inspect.Parameter) -> Any:
 def _signature(skill_id: str, function: SkillFunction) -> tuple[bool, SkillParameters | None]:
     """How to call a skill: ``(wants_text, typed parameters)``; a ``TypeError`` if it cannot be served."""
     params = list(inspect.signature(function).parameters.values())
-    if len(params) == 1 and (params[0].annotation is inspect.Parameter.empty or _is_context(params[0].annotation)):
-        return False, None  # the RequestContext shape
+    if len(params) == 1:
+        only = params[0]
+        if only.annotation is inspect.Parameter.empty or _is_context(only.annotation):
+            return False, None  # the RequestContext shape
+        if only.kind not in (only.POSITIONAL_OR_KEYWORD, only.KEYWORD_ONLY):
+            # Cannot be filled by name, but served as before: the text (``str``) or the context.
+            return only.annotation in (str, "str"), None
     context: str | None = None
     fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
     for param in params:
