@@ -149,13 +149,18 @@ class Server:
         return self.proc.returncode, err
 
 
-@pytest.fixture(scope="module")
-def echo() -> Iterator[Server]:
-    server = Server(ECHO_TARGET, "--port", "0").started()
+def _served(target: str) -> Iterator[Server]:
+    """``a2a serve TARGET --port 0`` for the tests of a module; it must stop cleanly."""
+    server = Server(target, "--port", "0").started()
     try:
         yield server
     finally:
         assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[Server]:
+    yield from _served(ECHO_TARGET)
 
 
 def _closed_port() -> int:
@@ -301,11 +306,7 @@ SHOP_TARGET = "tests/conformance/skills_agent.py:agent"
 
 @pytest.fixture(scope="module")
 def shop() -> Iterator[Server]:
-    server = Server(SHOP_TARGET, "--port", "0").started()
-    try:
-        yield server
-    finally:
-        assert server.stop() == 0
+    yield from _served(SHOP_TARGET)
 
 
 def test_send_skill_with_arguments(shop: Server) -> None:
