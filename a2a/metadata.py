@@ -6,10 +6,12 @@ the supervisor agree on. They are namespaced so they never clash with anyone els
 
 from __future__ import annotations
 
-__all__ = ["DEPTH_KEY", "SKILL_KEY", "USAGE_KEY", "usage_entry"]
+__all__ = ["DEPTH_KEY", "OWNER_SKILL_KEY", "SKILL_KEY", "USAGE_KEY", "usage_entry"]
 
 #: Message metadata: the id of the skill to run (when an agent has several).
 SKILL_KEY = "skillId"
+#: Task metadata: the id of the skill that owns the task (set when it is created); follow-ups go to it.
+OWNER_SKILL_KEY = "a2a-net/skill"
 #: Task metadata: model use of the agent for this task,
 #: ``{"inputTokens": int, "outputTokens": int, "costUsd": float, "model": str}``.
 USAGE_KEY = "a2a-net/usage"

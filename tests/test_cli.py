@@ -112,11 +112,10 @@ class Server:
         return "" if line is None else line.rstrip("\n")
 
     def started(self) -> Server:
-        prefix = "Serving 'Echo' at "
-        if not self.first_line.startswith(prefix):
+        if not (self.first_line.startswith("Serving '") and "' at " in self.first_line):
             code = self.stop()
             raise AssertionError(f"a2a serve did not start (exit {code}): {self.first_line!r} {self.stderr!r}")
-        self.url = self.first_line.removeprefix(prefix).strip()
+        self.url = self.first_line.rsplit("' at ", 1)[1].strip()
         assert self.url.startswith("http://127.0.0.1:")
         return self
 
@@ -150,13 +149,18 @@ class Server:
         return self.proc.returncode, err
 
 
-@pytest.fixture(scope="module")
-def echo() -> Iterator[Server]:
-    server = Server(ECHO_TARGET, "--port", "0").started()
+def _served(target: str) -> Iterator[Server]:
+    """``a2a serve TARGET --port 0`` for the tests of a module; it must stop cleanly."""
+    server = Server(target, "--port", "0").started()
     try:
         yield server
     finally:
         assert server.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def echo() -> Iterator[Server]:
+    yield from _served(ECHO_TARGET)
 
 
 def _closed_port() -> int:
@@ -293,6 +297,43 @@ def test_list_human_readable(echo: Server) -> None:
     assert result.code == 0, result
     lines = result.out.splitlines()
     assert len(lines) == 2 and "next page: --page-token" in lines[-1]
+
+
+# ---- send --skill ------------------------------------------------------------------------------------
+
+SHOP_TARGET = "tests/conformance/skills_agent.py:agent"
+
+
+@pytest.fixture(scope="module")
+def shop() -> Iterator[Server]:
+    yield from _served(SHOP_TARGET)
+
+
+def test_send_skill_with_arguments(shop: Server) -> None:
+    result = run("send", shop.url, "--skill", "forecast", "--data", '{"city": "Paris", "days": 2}', "--json")
+    assert result.code == 0, result
+    (task,) = result.json_lines()
+    assert task["artifacts"][0]["parts"][0]["data"] == {"city": "Paris", "days": 2}
+
+
+def test_send_skill_with_text_then_the_follow_up_reaches_it(shop: Server) -> None:
+    asked = run("send", shop.url, "a shirt", "--skill", "order", "--json")
+    assert asked.code == 0, asked
+    (task,) = asked.json_lines()
+    assert task["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    done = run("send", shop.url, "large", "--task-id", task["id"], "--stream")
+    assert done.code == 0, done
+    assert "order: size large" in done.out
+
+
+def test_send_skill_with_a_bad_argument_names_it(shop: Server) -> None:
+    result = run("send", shop.url, "--skill", "forecast", "--data", '{"city": "Paris", "days": "two"}')
+    line = assert_one_line_error(result, contains="-32602")
+    assert "days" in line
+
+
+def test_send_skill_data_must_be_an_object(shop: Server) -> None:
+    assert_one_line_error(run("send", shop.url, "--skill", "forecast", "--data", "[1]"), code=2, contains="JSON object")
 
 
 # ---- errors: one line, non-zero exit, no traceback --------------------------------------------------

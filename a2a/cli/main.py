@@ -92,7 +92,12 @@ def _parser() -> argparse.ArgumentParser:
             'or a command that serves it over stdio: stdio:"a2a serve examples/echo_agent.py:agent --stdio"',
         )
         if name == "send":
-            cmd.add_argument("text", help="the message text")
+            cmd.add_argument(
+                "text", nargs="?", default="", help="the message text (may be left out with --skill --data)"
+            )
+            cmd.add_argument(
+                "--skill", help="run this skill of the agent; --data then gives its arguments (a JSON object)"
+            )
             cmd.add_argument("--stream", action="store_true", help="show progress as it arrives")
             cmd.add_argument("--task-id", help="continue this task (e.g. one waiting for input)")
             cmd.add_argument("--context-id", help="stay in this conversation")
@@ -283,28 +288,52 @@ def _state(value: str | None) -> TaskState | None:
         raise UsageError(f"unknown state {value!r}; use one of: {known}") from None
 
 
-def _content(args: argparse.Namespace) -> str | list[Part]:
-    """The message: the text, plus a data part when --data gives JSON."""
+def _data(args: argparse.Namespace) -> Any:
+    """The JSON of --data (``None`` without it)."""
     if args.data is None:
-        return str(args.text)
+        return None
     try:
-        data = json.loads(args.data)
+        return json.loads(args.data)
     except json.JSONDecodeError as exc:
         raise UsageError(f"--data is not valid JSON: {exc}") from None
+
+
+def _content(args: argparse.Namespace, data: Any) -> str | list[Part]:
+    """The message: the text, plus a data part when --data gives JSON (without --skill)."""
+    if data is None or args.skill is not None:
+        return str(args.text)
     parts = [Part(text=args.text)] if args.text else []
     return [*parts, Part(data=data, media_type="application/json")]
 
 
+def _arguments(args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
+    """With --skill, --data is the skill's arguments: a JSON object."""
+    if args.skill is None or data is None:
+        return None
+    if not isinstance(data, dict):
+        raise UsageError("with --skill, --data must be a JSON object of the skill's arguments")
+    return data
+
+
 async def _send(client: A2AClient, args: argparse.Namespace) -> int:
-    content = _content(args)
+    data = _data(args)
+    content, arguments = _content(args, data), _arguments(args, data)
     if args.stream:
         last: Any = None
-        async for event in client.stream(content, task_id=args.task_id, context_id=args.context_id):
+        events = client.stream(
+            content, task_id=args.task_id, context_id=args.context_id, skill=args.skill, arguments=arguments
+        )
+        async for event in events:
             (print_json if args.json else show_event)(event)
             last = event.payload
         return _exit_for(last)
     result = await client.send(
-        content, task_id=args.task_id, context_id=args.context_id, return_immediately=args.no_wait
+        content,
+        task_id=args.task_id,
+        context_id=args.context_id,
+        return_immediately=args.no_wait,
+        skill=args.skill,
+        arguments=arguments,
     )
     (print_json if args.json else show)(result)
     return _exit_for(result)

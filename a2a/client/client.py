@@ -14,6 +14,7 @@ import httpx
 
 from .. import types as t
 from ..errors import CardResolutionError, TransportError, UnsupportedOperationError
+from ..metadata import SKILL_KEY
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
@@ -51,6 +52,22 @@ _TRANSPORTS: dict[str, Callable[[A2AClient, t.AgentInterface], ClientTransport]]
 }
 #: Short names for ``binding=`` (and the CLI's ``--binding``).
 _BINDING_ALIASES = {"WEBSOCKET": WEBSOCKET_BINDING, "WS": WEBSOCKET_BINDING}
+
+
+def with_arguments(
+    content: str | t.Message | list[t.Part], skill: str | None, arguments: dict[str, Any] | None
+) -> str | t.Message | list[t.Part]:
+    """The content, with ``arguments`` as a data part ``{"skill": id, "arguments": {...}}``
+    (empty text is then left out)."""
+    if skill is None and arguments is None:
+        return content
+    if isinstance(content, t.Message):
+        raise ValueError("pass skill= and arguments= with text or parts, not with a ready Message")
+    if arguments is None:
+        return content
+    parts = ([t.Part(text=content)] if content else []) if isinstance(content, str) else list(content)
+    data = {"arguments": arguments} if skill is None else {"skill": skill, "arguments": arguments}
+    return [*parts, t.Part(data=data, media_type="application/json")]
 
 
 def user_message(
@@ -288,12 +305,23 @@ class A2AClient:
         metadata: dict[str, Any] | None = None,
         push: t.TaskPushNotificationConfig | None = None,
         timeout: float | None = None,
+        skill: str | None = None,
+        arguments: dict[str, Any] | None = None,
     ) -> t.Task | t.Message:
         """Send a message; returns the agent's Message or the Task (finished or interrupted,
-        unless ``return_immediately``). ``push``: a webhook for the task's events. Retries
-        resend the same ``messageId``."""
+        unless ``return_immediately``). ``push``: a webhook for the task's events. ``skill``
+        picks the agent's skill, ``arguments`` fill its typed parameters. Retries resend the
+        same ``messageId``."""
         request = self._send_request(
-            content, task_id, context_id, return_immediately, history_length, accepted_output_modes, metadata, push
+            with_arguments(content, skill, arguments),
+            task_id,
+            context_id,
+            return_immediately,
+            history_length,
+            accepted_output_modes,
+            metadata,
+            push,
+            skill,
         )
         response: t.SendMessageResponse = await self._call("SendMessage", request, timeout)
         return response.task if isinstance(response.message, t.UnsetType) else response.message  # type: ignore[return-value]
@@ -308,10 +336,21 @@ class A2AClient:
         accepted_output_modes: list[str] | None = None,
         metadata: dict[str, Any] | None = None,
         timeout: float | None = None,
+        skill: str | None = None,
+        arguments: dict[str, Any] | None = None,
     ) -> AsyncIterator[t.StreamResponse]:
-        """Send a message and follow what happens: a Message, or the Task and then its events."""
+        """Send a message and follow what happens: a Message, or the Task and then its events.
+        ``skill`` and ``arguments`` as for ``send``."""
         request = self._send_request(
-            content, task_id, context_id, False, history_length, accepted_output_modes, metadata, None
+            with_arguments(content, skill, arguments),
+            task_id,
+            context_id,
+            False,
+            history_length,
+            accepted_output_modes,
+            metadata,
+            None,
+            skill,
         )
         async for item in self._stream("SendStreamingMessage", request, timeout):
             yield item.event
@@ -326,8 +365,11 @@ class A2AClient:
         accepted_output_modes: list[str] | None,
         metadata: dict[str, Any] | None,
         push: t.TaskPushNotificationConfig | None,
+        skill: str | None = None,
     ) -> t.SendMessageRequest:
-        message = user_message(content, task_id=task_id, context_id=context_id)
+        # The skill is named in the message's metadata, where every A2A server keeps it.
+        skill_metadata = {SKILL_KEY: skill} if skill is not None else None
+        message = user_message(content, task_id=task_id, context_id=context_id, metadata=skill_metadata)
         config = None
         if return_immediately or history_length is not None or accepted_output_modes or push:
             config = t.SendMessageConfiguration(

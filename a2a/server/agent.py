@@ -8,8 +8,13 @@ The simple case::
     async def greet(text: str) -> str:
         return f"Hello, {text}!"
 
-A skill function may take the message text (a parameter annotated ``str``) or the
-``RequestContext`` (any other parameter). It may return text, JSON data, ``Part``s (the task
+A skill function may take the message text (one parameter annotated ``str``), the
+``RequestContext`` (one unannotated parameter, or one annotated ``RequestContext``), or typed
+arguments (``async def forecast(city: str, days: int = 3)``, plus optionally a
+``RequestContext`` parameter), filled from a data part ``{"skill": id, "arguments": {...}}`` and
+validated (-32602 names a bad argument); their JSON Schema is published in the card (the
+``SKILL_ARGUMENTS_EXTENSION`` extension). A signature that cannot be served is a ``TypeError``
+when the skill is decorated. A skill may return text, JSON data, ``Part``s (the task
 completes with them as an artifact), a ``Message`` (a plain reply, no task) or ``None``; it may
 be a generator whose chunks stream into one artifact; if it raises, the task fails with the
 exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
@@ -17,13 +22,17 @@ exception's message. The full case subclasses ``Agent`` and overrides ``execute`
 
 from __future__ import annotations
 
+import builtins
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from types import CoroutineType
 from typing import Any
 
-from ..metadata import SKILL_KEY
+import msgspec
+
+from ..errors import InvalidParamsError
+from ..metadata import OWNER_SKILL_KEY, SKILL_KEY
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -34,15 +43,54 @@ from ..types import (
     Message,
     SecurityRequirement,
     SecurityScheme,
+    Task,
 )
 from .context import RequestContext
 
-__all__ = ["Agent", "Skill", "SKILL_METADATA_KEY"]
+__all__ = ["Agent", "Skill", "SkillParameters", "SKILL_ARGUMENTS_EXTENSION", "SKILL_METADATA_KEY", "skill_arguments"]
 
 #: Message metadata key naming the skill to run when an agent has several.
 SKILL_METADATA_KEY = SKILL_KEY
+#: The card extension whose ``params.skills`` maps a skill id to the JSON Schema of its arguments.
+SKILL_ARGUMENTS_EXTENSION = "https://a2a-net.dev/extensions/skill-arguments/v1"
 
 SkillFunction = Callable[..., Any]
+
+
+def skill_arguments(message: Message) -> dict[str, Any] | None:
+    """The structured arguments a message carries: the first data part's ``arguments`` object."""
+    for part in message.parts:
+        if isinstance(part.data, dict) and "arguments" in part.data:
+            arguments = part.data["arguments"]
+            if not isinstance(arguments, dict):
+                raise InvalidParamsError("arguments must be a JSON object of the skill's parameters")
+            return arguments
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class SkillParameters:
+    """A skill's typed parameters: validated by msgspec, published as a JSON Schema."""
+
+    skill_id: str
+    arguments: type[msgspec.Struct]
+    #: The parameter that receives the ``RequestContext``, if any.
+    context: str | None
+    schema: dict[str, Any]
+
+    def validate(self, arguments: dict[str, Any]) -> msgspec.Struct:
+        try:
+            return msgspec.convert(arguments, self.arguments)
+        except msgspec.ValidationError as exc:
+            where = str(exc).replace("`$.", "`arguments.")
+            raise InvalidParamsError(f"Invalid arguments for skill {self.skill_id!r}: {where}") from None
+
+    def call(self, function: SkillFunction, arguments: dict[str, Any], ctx: RequestContext) -> Any:
+        values = self.validate(arguments)
+        kwargs = {name: getattr(values, name) for name in values.__struct_fields__}
+        if self.context is not None:
+            kwargs[self.context] = ctx
+        return function(**kwargs)
 
 
 @dataclass(slots=True)
@@ -50,10 +98,26 @@ class Skill:
     card: AgentSkill
     function: SkillFunction
     wants_text: bool
+    #: Typed parameters (``None``: the function takes the text or the context, as ``wants_text`` says).
+    parameters: SkillParameters | None = None
+
+    def check(self, message: Message, task: Task | None) -> None:
+        """Refuse (-32602) a message whose arguments this skill would not accept, before it runs."""
+        if self.parameters is None:
+            return
+        arguments = _arguments_for(message, task)
+        if arguments is not None or not self.wants_text:
+            self.parameters.validate(arguments or {})
+
+    def _invoke(self, ctx: RequestContext) -> Any:
+        if self.parameters is not None:
+            arguments = _arguments_for(ctx.message, ctx.task)
+            if arguments is not None or not self.wants_text:
+                return self.parameters.call(self.function, arguments or {}, ctx)
+        return self.function(ctx.text if self.wants_text else ctx)
 
     async def run(self, ctx: RequestContext) -> None:
-        argument: Any = ctx.text if self.wants_text else ctx
-        result = self.function(argument)
+        result = self._invoke(ctx)
         if type(result) is CoroutineType:  # the usual skill, an ``async def``: one cheap check
             await _publish_result(ctx, await result)
             return
@@ -98,12 +162,101 @@ async def _publish_result(ctx: RequestContext, result: Any) -> None:
         await ctx.complete()
 
 
-def _wants_text(function: SkillFunction) -> bool:
+def _arguments_for(message: Message, task: Task | None) -> dict[str, Any] | None:
+    """A message's arguments; a follow-up without any keeps those of the message that started the task."""
+    arguments = skill_arguments(message)
+    if arguments is None and task is not None:
+        for earlier in task.history or []:
+            arguments = skill_arguments(earlier)
+            if arguments is not None:
+                break
+    return arguments
+
+
+def _is_context(annotation: Any) -> bool:
+    if isinstance(annotation, str):
+        return annotation.rsplit(".", 1)[-1] == "RequestContext"
+    return annotation is RequestContext
+
+
+def _resolve(function: SkillFunction, param: inspect.Parameter) -> Any:
+    """The parameter's type; a string annotation (``from __future__ import annotations``) evaluated."""
+    annotation = param.annotation
+    if annotation is inspect.Parameter.empty:
+        return Any
+    if not isinstance(annotation, str):
+        return annotation
+    namespace = {**vars(builtins), **getattr(function, "__globals__", {})}
+    try:
+        return eval(annotation, namespace)  # the author's own annotation, evaluated as typing.get_type_hints does
+    except (NameError, AttributeError, SyntaxError, TypeError) as exc:
+        raise TypeError(
+            f"skill {function.__name__}(): cannot resolve the annotation of {param.name!r}: {exc}"
+        ) from None
+
+
+def _signature(skill_id: str, function: SkillFunction) -> tuple[bool, SkillParameters | None]:
+    """How to call a skill: ``(wants_text, typed parameters)``; a ``TypeError`` if it cannot be served."""
     params = list(inspect.signature(function).parameters.values())
-    if not params:
-        raise TypeError(f"skill {function.__name__}() must take one parameter: the text or the RequestContext")
-    annotation = params[0].annotation
-    return annotation is str or annotation == "str"
+    if len(params) == 1:
+        only = params[0]
+        if only.annotation is inspect.Parameter.empty or _is_context(only.annotation):
+            return False, None  # the RequestContext shape
+        if only.kind not in (only.POSITIONAL_OR_KEYWORD, only.KEYWORD_ONLY):
+            # Cannot be filled by name, but served as before: the text (``str``) or the context.
+            return only.annotation in (str, "str"), None
+    context: str | None = None
+    fields: list[tuple[str, Any] | tuple[str, Any, Any]] = []
+    for param in params:
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD, param.POSITIONAL_ONLY):
+            raise TypeError(
+                f"skill {function.__name__}(): parameter {param.name!r} cannot be filled by name; "
+                "use named parameters (the arguments) and at most one RequestContext"
+            )
+        if _is_context(param.annotation):
+            if context is not None:
+                raise TypeError(f"skill {function.__name__}() takes the RequestContext twice")
+            context = param.name
+            continue
+        kind = _resolve(function, param)
+        if param.default is inspect.Parameter.empty:
+            fields.append((param.name, kind))
+        else:
+            fields.append((param.name, kind, param.default))
+    arguments = msgspec.defstruct(
+        f"{skill_id}_arguments", fields, kw_only=True, forbid_unknown_fields=True, module=__name__
+    )
+    try:
+        schema = _inline_schema(arguments)
+    except (TypeError, ValueError) as exc:
+        raise TypeError(f"skill {function.__name__}(): its parameters cannot be filled from JSON: {exc}") from None
+    wants_text = context is None and len(fields) == 1 and _resolve(function, params[0]) is str
+    return wants_text, SkillParameters(skill_id, arguments, context, schema)
+
+
+def _inline_schema(arguments: type[msgspec.Struct]) -> dict[str, Any]:
+    """The arguments' JSON Schema as one object (nested types stay under ``$defs``)."""
+    schema = msgspec.json.schema(arguments)
+    defs: dict[str, Any] = dict(schema.get("$defs", {}))
+    top = dict(defs.pop(arguments.__name__, schema))
+    top.pop("title", None)
+    if defs:
+        top["$defs"] = defs
+    return top
+
+
+def _asked_for(message: Message, request_metadata: dict[str, Any] | None) -> str | None:
+    """The skill id a message names: metadata ``skillId`` (message, then request), or a data part."""
+    for metadata in (message.metadata, request_metadata):
+        named = (metadata or {}).get(SKILL_METADATA_KEY)
+        if named is not None:
+            return str(named)
+    for part in message.parts:
+        if isinstance(part.data, dict):
+            named = part.data.get("skill", part.data.get("tool"))
+            if isinstance(named, str):
+                return named
+    return None
 
 
 @dataclass
@@ -152,28 +305,47 @@ class Agent:
                 input_modes=list(input_modes) if input_modes else None,
                 output_modes=list(output_modes) if output_modes else None,
             )
-            self.skills.append(Skill(card, function, _wants_text(function)))
+            wants_text, parameters = _signature(skill_id, function)
+            self.skills.append(Skill(card, function, wants_text, parameters))
             return function
 
         return register
 
-    def select_skill(self, message: Message) -> str | None:
-        """The skill a message asks for, else the default (first) skill.
+    def select_skill(
+        self, message: Message, task: Task | None = None, request_metadata: dict[str, Any] | None = None
+    ) -> str | None:
+        """The skill for a message: the task's owning skill for a follow-up, else the one the
+        message asks for, else the default (first) skill. Refuses (-32602) arguments the skill
+        would not accept, and a follow-up that names another skill than the task's.
 
-        Asked for by message metadata ``skillId``, or by a data part ``{"skill": id}`` or
-        ``{"tool": id, "arguments": {...}}`` (structured input).
+        Asked for by message (or request) metadata ``skillId``, or by a data part
+        ``{"skill": id, "arguments": {...}}`` or ``{"tool": id, "arguments": {...}}``.
         """
-        wanted = (message.metadata or {}).get(SKILL_METADATA_KEY)
-        if wanted is None:
-            for part in message.parts:
-                if isinstance(part.data, dict):
-                    named = part.data.get("skill", part.data.get("tool"))
-                    if isinstance(named, str):
-                        wanted = named
-                        break
-        if wanted is not None:
-            return str(wanted)
-        return self.skills[0].card.id if self.skills else None
+        wanted = _asked_for(message, request_metadata)
+        owner = (task.metadata or {}).get(OWNER_SKILL_KEY) if task is not None else None
+        if isinstance(owner, str):
+            if wanted is not None and wanted != owner:
+                raise InvalidParamsError(
+                    f"Task {task.id if task else ''} belongs to skill {owner!r}; a follow-up cannot ask for {wanted!r}"
+                )
+            wanted = owner
+        chosen = wanted if wanted is not None else (self.skills[0].card.id if self.skills else None)
+        for skill in self.skills:
+            if skill.card.id == chosen:
+                skill.check(message, task)
+        return chosen
+
+    def skill_arguments_extension(self) -> AgentExtension | None:
+        """The card extension publishing each typed skill's arguments schema (none without typed skills)."""
+        schemas = {s.card.id: s.parameters.schema for s in self.skills if s.parameters is not None}
+        if not schemas:
+            return None
+        return AgentExtension(
+            uri=SKILL_ARGUMENTS_EXTENSION,
+            description="JSON Schema of each skill's arguments; send them as a data part "
+            '{"skill": id, "arguments": {...}}',
+            params={"skills": schemas},
+        )
 
     async def execute(self, ctx: RequestContext) -> None:
         """Handle one message. Override this (or pass ``handler``) for full control."""
@@ -202,6 +374,10 @@ class Agent:
         skills = [s.card for s in self.skills] or [
             AgentSkill(id="default", name=self.name, description=self.description or self.name, tags=["general"])
         ]
+        extensions = self.extensions
+        arguments_extension = self.skill_arguments_extension()
+        if arguments_extension is not None:
+            extensions = [*extensions, arguments_extension]
         return AgentCard(
             name=self.name,
             description=self.description or self.name,
@@ -211,7 +387,7 @@ class Agent:
                 streaming=self.streaming,
                 push_notifications=push_notifications,
                 extended_agent_card=self.offers_extended_card,
-                extensions=self.extensions or None,
+                extensions=extensions or None,
             ),
             default_input_modes=self.default_input_modes,
             default_output_modes=self.default_output_modes,

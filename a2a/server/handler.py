@@ -35,6 +35,7 @@ from ..errors import (
     TaskNotFoundError,
     UnsupportedOperationError,
 )
+from ..metadata import OWNER_SKILL_KEY
 from ..protocol.codec import encode
 from ..protocol.methods import OPERATIONS
 from .agent import Agent
@@ -75,6 +76,13 @@ class CallContext:
     @property
     def owner(self) -> str:
         return self.principal or ""
+
+
+def _with_owner(metadata: dict[str, Any] | None, skill: str | None) -> dict[str, Any] | None:
+    """A new task's metadata, recording the skill that owns it (kept with the task, so it survives a restart)."""
+    if skill is None:
+        return metadata
+    return {**(metadata or {}), OWNER_SKILL_KEY: skill}
 
 
 def view(task: t.Task, history_length: int | None, include_artifacts: bool = True) -> t.Task:
@@ -296,6 +304,9 @@ class RequestHandler:
         claim: IdempotencyRecord,
     ) -> Run:
         message = req.message
+        # The skill first: if choosing it fails (bad arguments), no run is left registered for a
+        # retry to wait on and the task is untouched. A follow-up goes to the skill owning the task.
+        skill = self.agent.select_skill(message, existing.task if existing else None, req.metadata)
         if existing is not None:
             record = existing
             prior = snapshot(record.task)
@@ -313,11 +324,9 @@ class RequestHandler:
                 context_id=context_id,
                 status=t.TaskStatus(state=t.TaskState.SUBMITTED, timestamp=now_iso()),
                 history=[message],
-                metadata=req.metadata,
+                metadata=_with_owner(req.metadata, skill),
             )
             record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "")
-        # The skill first: if choosing it fails, no run is left registered for a retry to wait on.
-        skill = self.agent.select_skill(message)
         run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
