@@ -13,6 +13,13 @@ A skill function may take the message text (a parameter annotated ``str``) or th
 completes with them as an artifact), a ``Message`` (a plain reply, no task) or ``None``; it may
 be a generator whose chunks stream into one artifact; if it raises, the task fails with the
 exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
+
+Task or message: by default a message creates its task at once (SUBMITTED, saved, the first
+stream event), so slow work can be listed, fetched and cancelled before it publishes anything.
+A skill that may answer with a plain ``Message`` says so: ``replies=True`` on the decorator, or
+a return annotation naming ``Message`` (``-> Message``); its task then appears only when it
+publishes a task event, as a reply leaves none. ``Agent(replies=True)`` does the same for an
+agent with a ``handler`` or its own ``execute``.
 """
 
 from __future__ import annotations
@@ -50,6 +57,8 @@ class Skill:
     card: AgentSkill
     function: SkillFunction
     wants_text: bool
+    #: May answer with a plain ``Message`` (so its task is created only at its first task event).
+    replies: bool = False
 
     async def run(self, ctx: RequestContext) -> None:
         argument: Any = ctx.text if self.wants_text else ctx
@@ -106,6 +115,16 @@ def _wants_text(function: SkillFunction) -> bool:
     return annotation is str or annotation == "str"
 
 
+def _returns_message(function: SkillFunction) -> bool:
+    """Whether the return annotation names ``Message`` (``-> Message``, ``-> Message | None``)."""
+    annotation = inspect.signature(function).return_annotation
+    if annotation is inspect.Signature.empty:
+        return False
+    if isinstance(annotation, str):  # postponed annotations: read the name, evaluate nothing
+        return "Message" in annotation.replace("|", " ").replace("[", " ").replace("]", " ").split()
+    return annotation is Message or Message in getattr(annotation, "__args__", ())
+
+
 @dataclass
 class Agent:
     """An A2A agent: its identity (for the card) and how it executes a message."""
@@ -127,6 +146,9 @@ class Agent:
     skills: list[Skill] = field(default_factory=list)
     #: Set to handle every message with one coroutine instead of skills.
     handler: Callable[[RequestContext], Awaitable[None]] | None = None
+    #: A ``handler`` or overridden ``execute`` may answer with a plain ``Message``: its task is
+    #: then created at its first task event instead of at once (skills declare it themselves).
+    replies: bool = False
 
     def skill(
         self,
@@ -138,8 +160,13 @@ class Agent:
         examples: Sequence[str] = (),
         input_modes: Sequence[str] | None = None,
         output_modes: Sequence[str] | None = None,
+        replies: bool | None = None,
     ) -> Callable[[SkillFunction], SkillFunction]:
-        """Register a function as a skill; the first one registered is the default."""
+        """Register a function as a skill; the first one registered is the default.
+
+        ``replies``: the skill may answer with a plain ``Message`` (default: whether its return
+        annotation names ``Message``); any other skill's task exists from the first moment.
+        """
 
         def register(function: SkillFunction) -> SkillFunction:
             skill_id = id or function.__name__
@@ -152,7 +179,8 @@ class Agent:
                 input_modes=list(input_modes) if input_modes else None,
                 output_modes=list(output_modes) if output_modes else None,
             )
-            self.skills.append(Skill(card, function, _wants_text(function)))
+            may_reply = _returns_message(function) if replies is None else replies
+            self.skills.append(Skill(card, function, _wants_text(function), may_reply))
             return function
 
         return register
@@ -174,6 +202,16 @@ class Agent:
         if wanted is not None:
             return str(wanted)
         return self.skills[0].card.id if self.skills else None
+
+    def may_reply(self, skill_id: str | None) -> bool:
+        """Whether a message for ``skill_id`` may be answered with a plain ``Message`` (then its
+        task is created lazily, at the first task event); otherwise the task exists at once."""
+        if self.handler is not None or not self.skills:
+            return self.replies
+        for skill in self.skills:
+            if skill.card.id == skill_id:
+                return skill.replies
+        return False
 
     async def execute(self, ctx: RequestContext) -> None:
         """Handle one message. Override this (or pass ``handler``) for full control."""
