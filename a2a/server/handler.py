@@ -191,9 +191,10 @@ class RequestHandler:
         run.followers += 1
         try:
             async for logged in self.bus.follow(run.task_id, start):
-                yield logged
-                # Resumed after the yield: the binding delivered it, so the caller knows the task.
+                # Handed to the binding: the caller knows the task (a pull-based binding, such as
+                # the in-process one, may close the stream right after this event).
                 run.announced = run.announced or logged.event.message is t.UNSET
+                yield logged
         finally:
             run.followers -= 1
             if not (run.announced or run.followers or run.done or run.settled.is_set()):
@@ -348,6 +349,12 @@ class RequestHandler:
             # with a plain message waits for its first task event (a reply leaves no task).
             try:
                 await run.open()
+            except asyncio.CancelledError:
+                # The caller left while the task was being saved: it may be saved, and nobody
+                # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).
+                run.start(self.agent, rc)
+                self._cancel_soon(run)
+                raise
             except BaseException:
                 self._forget_run(run)  # never started: a retry must not wait on it
                 raise

@@ -1,7 +1,8 @@
 """A task exists from the first moment: visible, fetchable and cancelable before the agent speaks.
 
 A2A 1.0, ``TaskState``: ``TASK_STATE_SUBMITTED`` "Indicates that a task has been successfully
-submitted and acknowledged." A skill that works a long time before it publishes anything is
+submitted and acknowledged." §3.3.3: "Operations return immediately with either Task objects or
+Message objects, and when a Task is returned, processing continues in the background." A skill that works a long time before it publishes anything is
 still a task the server has acknowledged: the first stream event is the Task, it is in
 ListTasks, GetTask fetches it, CancelTask stops it (the agent's coroutine really ends), and a
 stream whose client leaves before it saw any task id cancels the work nobody can reach.
@@ -105,4 +106,25 @@ async def test_a_stream_left_before_it_saw_a_task_id_cancels_the_run(
     waiting.cancel()
     await asyncio.gather(waiting, return_exceptions=True)
     await events.aclose()
+    await bounded(sleeper.stopped.wait())
+
+
+async def test_a_stream_left_after_it_saw_the_task_leaves_the_task_running(
+    serve: StartServer, open_client: OpenClient
+) -> None:
+    """Leaving a stream that delivered the task id does not cancel the task. A2A 1.0 §3.5.2:
+    "Closing one stream MUST NOT affect other active streams for the same task" and "The task
+    lifecycle is independent of any individual stream's lifecycle"."""
+    sleeper = Sleeper()
+    server = await serve(sleeping_agent(sleeper))
+    client = await open_client(server)
+    events = client.stream("sleep, please")
+    first = (await bounded(anext(events))).payload
+    assert isinstance(first, Task)
+    await events.aclose()
+    await bounded(sleeper.entered.wait())
+    await asyncio.sleep(0.2)  # give a wrongly sent cancellation time to land (the check is that none does)
+    assert not sleeper.stopped.is_set()
+    assert (await bounded(client.get_task(first.id))).status.state in (TaskState.SUBMITTED, TaskState.WORKING)
+    await bounded(client.cancel_task(first.id))
     await bounded(sleeper.stopped.wait())
