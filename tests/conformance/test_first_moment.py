@@ -2,10 +2,11 @@
 
 A2A 1.0, ``TaskState``: ``TASK_STATE_SUBMITTED`` "Indicates that a task has been successfully
 submitted and acknowledged." §3.3.3: "Operations return immediately with either Task objects or
-Message objects, and when a Task is returned, processing continues in the background." A skill that works a long time before it publishes anything is
-still a task the server has acknowledged: the first stream event is the Task, it is in
-ListTasks, GetTask fetches it, CancelTask stops it (the agent's coroutine really ends), and a
-stream whose client leaves before it saw any task id cancels the work nobody can reach.
+Message objects, and when a Task is returned, processing continues in the background." A skill
+that works a long time before it publishes anything is still a task the server has
+acknowledged: the first stream event is the Task, it is in ListTasks, GetTask fetches it,
+CancelTask stops it (the agent's coroutine really ends), and a stream whose client leaves before
+it saw any task id cancels the work nobody can reach.
 """
 
 from __future__ import annotations
