@@ -44,10 +44,12 @@ what went wrong and what to do instead.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import mimetypes
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
@@ -75,7 +77,9 @@ __all__ = [
     "file_part",
     "human_size",
     "in_thread",
+    "progress_sink",
     "publish",
+    "streaming_progress",
     "structured_call",
     "text_output",
     "truncate_text",
@@ -334,6 +338,48 @@ def structured_call(message: Message) -> ToolCall | None:
     return None
 
 
+#: Where the running tool's progress goes (set around one tool run for a task; else nothing).
+_progress: ContextVar[Callable[[str], None] | None] = ContextVar("a2a_net_tool_progress", default=None)
+
+
+def progress_sink() -> Callable[[str], None] | None:
+    """The running tool's progress reporter: call it with text as it comes (a program's output)
+    and the task streams it as WORKING status updates; ``None`` when nobody follows (a direct
+    ``ToolAgent.call``). Read it in the tool's own task: callbacks of the event loop may run in
+    another context."""
+    return _progress.get()
+
+
+@contextlib.asynccontextmanager
+async def streaming_progress(ctx: RequestContext) -> AsyncIterator[None]:
+    """While inside, what the tool reports is published as WORKING updates of ``ctx``'s task:
+    one at a time, with what arrived meanwhile joined, so a chatty tool costs few events."""
+    queue: asyncio.Queue[str | None] = asyncio.Queue()
+
+    async def pump() -> None:
+        ended = False
+        while not ended:
+            texts = [await queue.get()]
+            while not queue.empty():
+                texts.append(queue.get_nowait())
+            ended = None in texts  # the tool has returned: publish what is left, then stop
+            text = "".join(t for t in texts if t is not None)
+            if text:
+                await ctx.working(text)
+
+    token = _progress.set(queue.put_nowait)
+    pumping = asyncio.create_task(pump())
+    try:
+        yield
+    except BaseException:
+        pumping.cancel()  # the run is failing or canceled: its progress no longer matters
+        raise
+    finally:
+        _progress.reset(token)
+        queue.put_nowait(None)
+        await asyncio.gather(pumping, return_exceptions=True)
+
+
 async def publish(ctx: RequestContext, result: ToolResult) -> None:
     """Each output of ``result`` as an artifact of the task."""
     for output in result.outputs:
@@ -390,8 +436,10 @@ class ToolAgent(Agent):
         await run_natural_language(self, ctx)
 
     async def _run_tool(self, ctx: RequestContext, tool: Tool, arguments: Any) -> None:
+        await ctx.working(f"running {tool.name}")
         try:
-            result = await tool.run(arguments)
+            async with streaming_progress(ctx):
+                result = await tool.run(arguments)
         except ArgumentError as exc:
             await ctx.reject(f"{tool.name}: {exc}")
             return

@@ -18,7 +18,9 @@ Serve it with ``a2a serve agents.code:agent``. One tool, ``run_python``
   hit, sizes, truncation flags, files), ``stdout`` and ``stderr`` (text), and each file the code
   left in its working directory (text or raw bytes with a media type; count and size capped).
 
-The task completes whenever the code ran, whatever its exit status (the ``result`` artifact and
+The task reports WORKING as the run starts, then the program's stdout as it comes (WORKING
+status updates whose message is the new text: a client sees a long run progress). The task
+completes whenever the code ran, whatever its exit status (the ``result`` artifact and
 the status message say how it ended: exit status, timed out, or stopped by a limit). Canceling
 the task kills the process group at once.
 
@@ -35,6 +37,7 @@ credentials (or use a real sandbox: gVisor, Firecracker, nsjail).
 from __future__ import annotations
 
 import asyncio
+import codecs
 import contextlib
 import os
 import shutil
@@ -43,6 +46,7 @@ import stat
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -61,6 +65,7 @@ from ._tools import (
     data_output,
     file_output,
     human_size,
+    progress_sink,
     text_output,
     truncate_text,
 )
@@ -223,21 +228,32 @@ def _environment(workdir: Path, tmpdir: Path) -> dict[str, str]:
 
 
 class _RunOutput(asyncio.SubprocessProtocol):
-    """Captures the output as it arrives."""
+    """Captures the output as it arrives, and reports stdout as it comes (to ``report``)."""
 
-    def __init__(self, cap: int) -> None:
+    def __init__(self, cap: int, report: Callable[[str], None] | None = None) -> None:
         self.stdout = _Capture(cap)
         self.stderr = _Capture(cap)
+        self._report = report
+        #: Undecoded tail of a UTF-8 sequence split between two reads of stdout.
+        self._decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+        self._reported = 0
 
     def pipe_data_received(self, fd: int, data: bytes) -> None:
         (self.stdout if fd == 1 else self.stderr).add(data)
+        if fd == 1 and self._report is not None and self._reported < self.stdout.cap:
+            # Reported up to the capture's cap: past it the final result says it was cut.
+            data = data[: self.stdout.cap - self._reported]
+            self._reported += len(data)
+            text = self._decoder.decode(data)
+            if text:
+                self._report(text)
 
 
 async def run_python(code: str, workdir: Path, tmpdir: Path, limits: Limits, timeout: float) -> Outcome:
     """Run ``code`` with ``limits`` in ``workdir``; the process group is always killed at the end."""
     started = time.monotonic()
     limit_args = [str(limits.cpu_seconds), str(limits.memory_bytes), str(limits.file_bytes), str(limits.open_files)]
-    output = _RunOutput(limits.output_bytes)
+    output = _RunOutput(limits.output_bytes, progress_sink())
     process = await ChildProcess.start(
         [sys.executable, "-I", "-S", "-c", LAUNCHER, *limit_args],
         protocol=output,

@@ -1,6 +1,7 @@
 """The echo agent: the smallest agent that shows every shape of answer.
 
-- any text: a plain Message with the same text back (no task);
+- any text: a plain Message with the same text back (no task; the skill declares
+  ``replies=True``, so no task is made before it answers);
 - ``stream:N``: a task that streams N chunks into one artifact, then completes;
 - ``hold:S``: a task that reports WORKING, waits S seconds (cancellable), then completes.
 
@@ -29,6 +30,9 @@ MAX_HOLD_SECONDS = 3600.0
     description="Replies with the text it was sent. 'stream:N' and 'hold:S' make a task instead.",
     tags=["echo", "test"],
     examples=["hello", "stream:5", "hold:2"],
+    # Plain text gets a plain Message (no task, no store write): its task is made only when
+    # 'stream:' or 'hold:' publishes its first task event.
+    replies=True,
 )
 async def echo(ctx: RequestContext) -> None:
     text = ctx.text.strip()

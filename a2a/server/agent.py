@@ -18,6 +18,13 @@ when the skill is decorated. A skill may return text, JSON data, ``Part``s (the 
 completes with them as an artifact), a ``Message`` (a plain reply, no task) or ``None``; it may
 be a generator whose chunks stream into one artifact; if it raises, the task fails with the
 exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
+
+Task or message: by default a message creates its task at once (SUBMITTED, saved, the first
+stream event), so slow work can be listed, fetched and cancelled before it publishes anything.
+A skill that may answer with a plain ``Message`` says so: ``replies=True`` on the decorator, or
+a return annotation naming ``Message`` (``-> Message``); its task then appears only when it
+publishes a task event, as a reply leaves none. ``Agent(replies=True)`` does the same for an
+agent with a ``handler`` or its own ``execute``.
 """
 
 from __future__ import annotations
@@ -100,6 +107,8 @@ class Skill:
     wants_text: bool
     #: Typed parameters (``None``: the function takes the text or the context, as ``wants_text`` says).
     parameters: SkillParameters | None = None
+    #: May answer with a plain ``Message`` (so its task is created only at its first task event).
+    replies: bool = False
 
     def check(self, message: Message, task: Task | None) -> None:
         """Refuse (-32602) a message whose arguments this skill would not accept, before it runs."""
@@ -259,6 +268,16 @@ def _asked_for(message: Message, request_metadata: dict[str, Any] | None) -> str
     return None
 
 
+def _returns_message(function: SkillFunction) -> bool:
+    """Whether the return annotation names ``Message`` (``-> Message``, ``-> Message | None``)."""
+    annotation = inspect.signature(function).return_annotation
+    if annotation is inspect.Signature.empty:
+        return False
+    if isinstance(annotation, str):  # postponed annotations: read the name, evaluate nothing
+        return "Message" in annotation.replace("|", " ").replace("[", " ").replace("]", " ").split()
+    return annotation is Message or Message in getattr(annotation, "__args__", ())
+
+
 @dataclass
 class Agent:
     """An A2A agent: its identity (for the card) and how it executes a message."""
@@ -280,6 +299,9 @@ class Agent:
     skills: list[Skill] = field(default_factory=list)
     #: Set to handle every message with one coroutine instead of skills.
     handler: Callable[[RequestContext], Awaitable[None]] | None = None
+    #: A ``handler`` or overridden ``execute`` may answer with a plain ``Message``: its task is
+    #: then created at its first task event instead of at once (skills declare it themselves).
+    replies: bool = False
 
     def skill(
         self,
@@ -291,8 +313,13 @@ class Agent:
         examples: Sequence[str] = (),
         input_modes: Sequence[str] | None = None,
         output_modes: Sequence[str] | None = None,
+        replies: bool | None = None,
     ) -> Callable[[SkillFunction], SkillFunction]:
-        """Register a function as a skill; the first one registered is the default."""
+        """Register a function as a skill; the first one registered is the default.
+
+        ``replies``: the skill may answer with a plain ``Message`` (default: whether its return
+        annotation names ``Message``); any other skill's task exists from the first moment.
+        """
 
         def register(function: SkillFunction) -> SkillFunction:
             skill_id = id or function.__name__
@@ -306,7 +333,8 @@ class Agent:
                 output_modes=list(output_modes) if output_modes else None,
             )
             wants_text, parameters = _signature(skill_id, function)
-            self.skills.append(Skill(card, function, wants_text, parameters))
+            may_reply = _returns_message(function) if replies is None else replies
+            self.skills.append(Skill(card, function, wants_text, parameters, replies=may_reply))
             return function
 
         return register
@@ -346,6 +374,16 @@ class Agent:
             '{"skill": id, "arguments": {...}}',
             params={"skills": schemas},
         )
+
+    def may_reply(self, skill_id: str | None) -> bool:
+        """Whether a message for ``skill_id`` may be answered with a plain ``Message`` (then its
+        task is created lazily, at the first task event); otherwise the task exists at once."""
+        if self.handler is not None or not self.skills:
+            return self.replies
+        for skill in self.skills:
+            if skill.card.id == skill_id:
+                return skill.replies
+        return False
 
     async def execute(self, ctx: RequestContext) -> None:
         """Handle one message. Override this (or pass ``handler``) for full control."""

@@ -289,7 +289,11 @@ class A2AServer:
             gc.freeze()
             gc.set_threshold(20_000, 20, 20)
         serving = self._serving()
-        server = web.Server(serving.dispatcher, request_factory=self._request_factory(), access_log=None)
+        # handler_cancellation: a client that goes away cancels its request's handler, so a
+        # stream left before it saw a task id cancels the run nobody else can reach.
+        server = web.Server(
+            serving.dispatcher, request_factory=self._request_factory(), access_log=None, handler_cancellation=True
+        )
         runner = self._runner = _Runner(server, serving, shutdown_timeout=self.config.shutdown_timeout)
         await runner.setup()  # runs the start steps
         site = web.TCPSite(runner, host, port)

@@ -3,8 +3,9 @@
 A ``Run`` owns the asyncio task that runs ``agent.execute``. Each event the agent publishes
 is applied to the task, saved to the store, then published on the ``EventBus`` (so a
 reader never sees a status the store does not have). The task is *materialized* (saved,
-announced as the first stream event) lazily, at the first task event, so an agent may answer
-with a plain message and no task; ``returnImmediately`` materializes it at once instead.
+announced as the first stream event) before the agent runs, unless the skill may answer with a
+plain message (``Agent.may_reply``): then lazily, at the first task event, so a reply leaves no
+task; ``returnImmediately`` and follow-ups materialize it at once in any case.
 """
 
 from __future__ import annotations
@@ -103,6 +104,11 @@ class Run:
         self.shutdown = False
         #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
         self.streamed = False
+        #: The task id reached a caller (a follow-up, returnImmediately, or a delivered event).
+        self.announced = False
+        #: SendStreamingMessage streams following this run now (the last to leave unannounced
+        #: cancels it: nobody else can reach it).
+        self.followers = 0
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         self._done_callback: Callable[[Run], None] | None = None

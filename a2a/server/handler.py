@@ -132,6 +132,8 @@ class RequestHandler:
         #: What the processes serving this agent tell each other (one process: nothing).
         self.coordination = coordination or SingleProcessCoordination()
         self._runs: dict[str, Run] = {}
+        #: Cancellations of runs whose only stream went away (held so they are not collected).
+        self._cancelling: set[asyncio.Future[None]] = set()
         # The operation table names the method that serves each operation.
         self._unary: dict[str, Callable[[Any, CallContext], Awaitable[Any]]] = {
             spec.name: getattr(self, spec.handler) for spec in OPERATIONS if not spec.streaming
@@ -194,8 +196,24 @@ class RequestHandler:
             return
         # A retried stream (same messageId) that saw some events resumes after them.
         start = run.first_seq if ctx.last_event_id is None else max(run.first_seq, ctx.last_event_id + 1)
-        async for logged in self.bus.follow(run.task_id, start):
-            yield logged
+        run.followers += 1
+        try:
+            async for logged in self.bus.follow(run.task_id, start):
+                # Handed to the binding: the caller knows the task (a pull-based binding, such as
+                # the in-process one, may close the stream right after this event).
+                run.announced = run.announced or logged.event.message is t.UNSET
+                yield logged
+        finally:
+            run.followers -= 1
+            if not (run.announced or run.followers or run.done or run.settled.is_set()):
+                # Gone before it saw a task id: nobody else can reach this run, so it stops.
+                self._cancel_soon(run)
+
+    def _cancel_soon(self, run: Run) -> None:
+        """Cancel ``run`` without waiting for it (the caller may itself be unwinding)."""
+        cancelling = asyncio.ensure_future(run.cancel())
+        self._cancelling.add(cancelling)
+        cancelling.add_done_callback(self._cancelling.discard)
 
     def _answer(self, replayed: t.Task | t.Message | None, history_length: int | None) -> t.SendMessageResponse:
         if isinstance(replayed, t.Message):
@@ -240,10 +258,8 @@ class RequestHandler:
         if push_config is not None and self.push is not None:
             # Registered before the agent can publish, so the webhook gets every event.
             await self.push.create(task_id, ctx.owner, tenant, push_config)
-        run = self._begin(req, ctx, existing_record, task_id, key, claim)
+        run = await self._begin(req, ctx, existing_record, task_id, key, claim, materialize=materialize)
         run.streamed = streamed
-        if materialize or existing_record is not None:
-            await run.open()
         return run, None
 
     async def _replay(
@@ -294,7 +310,7 @@ class RequestHandler:
             )
         return record
 
-    def _begin(
+    async def _begin(
         self,
         req: t.SendMessageRequest,
         ctx: CallContext,
@@ -302,6 +318,8 @@ class RequestHandler:
         task_id: str,
         key: tuple[str, str, str],
         claim: IdempotencyRecord,
+        *,
+        materialize: bool,
     ) -> Run:
         message = req.message
         # The skill first: if choosing it fails (bad arguments), no run is left registered for a
@@ -331,7 +349,24 @@ class RequestHandler:
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
         run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
+        # The caller of a follow-up or of a returnImmediately send knows (or gets) the task id.
+        run.announced = existing is not None or materialize
         self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
+        if materialize or existing is not None or not self.agent.may_reply(skill):
+            # The task exists (saved, the first stream event) before the agent runs, so slow
+            # work can be listed, fetched and cancelled at once. Only a skill that may answer
+            # with a plain message waits for its first task event (a reply leaves no task).
+            try:
+                await run.open()
+            except asyncio.CancelledError:
+                # The caller left while the task was being saved: it may be saved, and nobody
+                # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).
+                run.start(self.agent, rc)
+                self._cancel_soon(run)
+                raise
+            except BaseException:
+                self._forget_run(run)  # never started: a retry must not wait on it
+                raise
         run.start(self.agent, rc)
         return run
 
@@ -550,6 +585,7 @@ class RequestHandler:
         """Cancel every run in this process (tasks end CANCELED) and close every stream."""
         runs = list(self._runs.values())
         await asyncio.gather(*(run.cancel(shutdown=True, wait=5.0) for run in runs), return_exceptions=True)
+        await asyncio.gather(*self._cancelling, return_exceptions=True)
         if self.push is not None:
             await self.push.close()
             await self.push.store.close()

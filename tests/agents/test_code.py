@@ -323,6 +323,36 @@ async def test_cancel_over_http_kills_the_process(client: A2AClient, tmp_path: P
     await assert_still_serving(client)
 
 
+async def test_stdout_streams_as_it_comes_and_the_result_stays(client: A2AClient, tmp_path: Path) -> None:
+    """WORKING as the run starts, then each line of stdout while the program still runs (it
+    waits for the test to have seen its first line), then the usual final result."""
+    go_on = tmp_path / "go-on"
+    os.mkfifo(go_on)
+    source = f"print('first line', flush=True)\nopen({str(go_on)!r}).read()\nprint('second line')"
+    events = client.stream(run_call(source))
+    seen: list[str] = []
+    task_id = ""
+    async with asyncio.timeout(WAIT):
+        async for event in events:
+            payload = event.payload
+            if isinstance(payload, Task):
+                assert payload.status.state in (TaskState.SUBMITTED, TaskState.WORKING)
+                task_id = payload.id
+                continue
+            status = getattr(payload, "status", None)
+            if status is not None and status.message is not None:
+                seen.append(status.message.text)
+            if seen and seen[-1] == "first line\n":
+                await asyncio.to_thread(go_on.write_text, "go")
+            if status is not None and status.state == TaskState.COMPLETED:
+                break
+    assert seen[0] == "running run_python", "WORKING is reported as the run starts"
+    assert seen[1:3] == ["first line\n", "second line\n"], seen
+    assert seen[-1] == "exit status 0"
+    task = await client.get_task(task_id)
+    assert artifact(task, "stdout").parts[0].text == "first line\nsecond line\n"
+
+
 async def test_natural_language_runs_code_and_reports_usage(code: CodeAgent) -> None:
     script: list[Step] = [
         ToolCalls(call("run_python", code="print(2 ** 10)"), input_tokens=100, output_tokens=20),

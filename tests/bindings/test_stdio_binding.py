@@ -167,7 +167,7 @@ async def test_stray_prints_never_reach_the_protocol_stream(tmp_path: Path) -> N
     noisy = tmp_path / "noisy_agent.py"
     noisy.write_text(
         "import os\nfrom a2a import Agent\nprint('noise at import')\nos.write(1, b'noise from C\\n')\n"
-        "agent = Agent(name='Noisy')\n\n@agent.skill(tags=['noise'])\n"
+        "agent = Agent(name='Noisy')\n\n@agent.skill(tags=['noise'], replies=True)\n"
         "async def noisy(ctx):\n    print('noise in a skill')\n    await ctx.reply(ctx.text.upper())\n"
     )
     async with _client([sys.executable, "-m", "a2a.cli.main", "serve", f"{noisy}:agent", "--stdio"]) as client:

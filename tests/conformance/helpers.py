@@ -420,7 +420,7 @@ def counting_agent(gate: Gate, *, reply: bool = False) -> Agent:
         else:
             await ctx.complete(f"done: {ctx.text}")
 
-    return Agent("Counter", description="Counts how often it runs", handler=handler)
+    return Agent("Counter", description="Counts how often it runs", handler=handler, replies=reply)
 
 
 def load_module(file_name: str) -> ModuleType:

@@ -28,7 +28,7 @@ def agent_that(behaviour: str) -> tuple[Agent, list[str]]:
     agent = Agent("Lifecycle", "ends in several ways")
     entered: list[str] = []
 
-    @agent.skill(tags=["test"])
+    @agent.skill(tags=["test"], replies=behaviour == "reply")
     async def act(ctx: RequestContext) -> None:
         entered.append(ctx.text)
         if behaviour == "reply":
