@@ -78,7 +78,9 @@ class Transcript:
         self.ids = Placeholders()
 
     def note(self, text: str) -> None:
-        self.lines.append(("" if not self.lines else "\n") + f"# {text}")
+        # A note opens a new exchange (after a blank line), unless it continues a note.
+        fresh = not self.lines or self.lines[-1].lstrip("\n").startswith("#")
+        self.lines.append(("" if fresh else "\n") + f"# {text}")
 
     def out(self, head: str, body: str | None = None) -> None:
         self.lines.append(f"→ {self.ids(head)}")
@@ -255,7 +257,8 @@ async def five_exchanges(t: Transcript, echo: Call, greeter: Call, state_of: Sta
     await _until_working(state_of, started["task"]["id"])
     await echo("SubscribeToTask", {"id": started["task"]["id"]}, None)
 
-    t.note("follow-up: the task asks a question (INPUT_REQUIRED); the answer carries its taskId")
+    t.note("follow-up (another agent: request ids start again): the task asks a question (INPUT_REQUIRED);")
+    t.note("the answer carries its taskId and completes the same task")
     asked = await greeter("SendMessage", {"message": _message("m-ask", "hi")}, None)
     answer = _message("m-answer", "Ada", taskId=asked["task"]["id"])
     await greeter("SendMessage", {"message": answer}, None)
