@@ -10,6 +10,7 @@ import msgspec
 
 from .. import types as t
 from ..errors import (
+    InvalidParamsError,
     InvalidRequestError,
     InvalidResponseError,
     MethodNotFoundError,
@@ -78,7 +79,12 @@ def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) 
         raise RequestError(MethodNotFoundError(f"Method not found: {env.method!r}"), request_id)
     resume = env.last_event_id
     if resume is not t.UNSET and (isinstance(resume, bool) or not isinstance(resume, int) or resume < 0):
-        raise RequestError(InvalidRequestError('"lastEventId" must be a non-negative integer'), request_id)
+        # The same answer as a bad SSE ``Last-Event-ID`` header (``server.admission``): a bad
+        # resume point is a bad argument of the call, on every binding.
+        raise RequestError(
+            InvalidParamsError(f'"lastEventId" {resume!r} is not an event id of this server (a whole number)'),
+            request_id,
+        )
     raw = env.params if isinstance(env.params, msgspec.Raw) else b"{}"
     try:
         params: Any = decode_as(raw, spec.request_type)

@@ -505,7 +505,10 @@ class RequestHandler:
         resume = ctx.last_event_id
         if resume is not None:
             retained = await self.bus.retained_from(req.id)
-            if retained is not None and retained <= resume + 1 <= record.last_seq + 1:
+            # After an ended task's last event nothing will come: that is answered as without
+            # Last-Event-ID (-32004 below), not by a stream that would wait forever.
+            end = record.last_seq if record.task.status.state.is_terminal else record.last_seq + 1
+            if retained is not None and retained <= resume + 1 <= end:
                 # A reconnect: exactly the events after the last one the client saw.
                 async for logged in self.bus.follow(req.id, resume + 1):
                     yield logged

@@ -107,6 +107,18 @@ async def test_server_needs_initialize_first_but_serves_the_card() -> None:
         assert (await peer.recv())["result"]["message"]["parts"][0]["text"] == "now"
 
 
+async def test_a_last_event_id_that_is_no_whole_number_is_invalid_params() -> None:
+    """protocol.md §5: a resume point that is not a whole number is -32602 on every binding."""
+    async with raw_agent(ECHO_STDIO) as peer:
+        await peer.send(INIT)
+        assert "result" in await peer.recv()
+        for request_id, bad in enumerate(["12", -1, 1.5, None], start=1):
+            subscribe = {"jsonrpc": "2.0", "id": request_id, "method": "SubscribeToTask", "params": {"id": "x"}}
+            await peer.send(subscribe | {"lastEventId": bad})
+            answer = await peer.recv()
+            assert (answer["id"], answer["error"]["code"]) == (request_id, -32602), bad
+
+
 async def test_server_rejects_a_wrong_version_at_initialize() -> None:
     async with raw_agent(ECHO_STDIO) as peer:
         bad = {**INIT, "params": {"serviceParameters": {"A2A-Version": "0.3"}}}

@@ -149,6 +149,19 @@ async def test_disconnect_stops_streams_but_not_tasks(ws_url: str, ws_client: A2
 # ---- bad frames and limits ---------------------------------------------------------------------
 
 
+async def test_a_last_event_id_that_is_no_whole_number_is_invalid_params(ws_url: str) -> None:
+    """protocol.md §5: a resume point that is not a whole number is -32602 on every binding (as
+    the SSE ``Last-Event-ID`` header), with the request's id; the connection keeps serving."""
+    async with connect(ws_url, additional_headers=V1) as ws:
+        for request_id, bad in enumerate(["12", -1, 1.5, True, {"seq": 1}], start=1):
+            subscribe = {"jsonrpc": "2.0", "id": request_id, "method": "SubscribeToTask", "params": {"id": "x"}}
+            await ws.send(json.dumps(subscribe | {"lastEventId": bad}))
+            answer = await _recv(ws)
+            assert (answer["id"], answer["error"]["code"]) == (request_id, -32602), bad
+        await ws.send(_send("ok", "still serving", request_id=9))
+        assert (await _recv(ws))["result"]["message"]["parts"][0]["text"] == "still serving"
+
+
 async def test_bad_frames_get_errors_and_the_connection_keeps_serving(ws_url: str) -> None:
     async with connect(ws_url, additional_headers=V1) as ws:
         await ws.send("not json")

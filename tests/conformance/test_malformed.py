@@ -286,6 +286,13 @@ async def test_a_last_event_id_of_other_digits_is_invalid_params(raw: Raw) -> No
     await raw.echo_ok()
 
 
+async def test_a_last_event_id_that_is_no_whole_number_is_invalid_params(raw: Raw) -> None:
+    """protocol.md §5: ``Last-Event-ID`` must be a whole number (else -32602), on every binding."""
+    for bad in (b"abc", b"-1", b"1.5"):
+        expect_error(await _with_header(raw, "ListTasks", {}, b"Last-Event-ID", bad), -32602)
+    await raw.echo_ok()
+
+
 async def test_rest_body_with_a_string_that_is_not_utf8_is_a_parse_error(rest: Raw) -> None:
     expect_error(await rest.post("tasks/x:cancel", b'{"metadata": {"a": "\xff"}}'), -32700)
     await rest.echo_ok()
