@@ -84,3 +84,16 @@ async def test_a_resumed_send_stream_still_ends_at_input_required() -> None:
     last = events[-1].payload
     status = last.status if isinstance(last, Task | TaskStatusUpdateEvent) else None
     assert status is not None and status.state == TaskState.INPUT_REQUIRED
+
+
+@pytest.mark.parametrize("body", [b"{}", b"null"])
+def test_the_client_takes_an_empty_result_as_empty_or_null(body: bytes) -> None:
+    """DeleteTaskPushNotificationConfig answers ``google.protobuf.Empty``: ``{}`` from us, ``null``
+    from some peers; both decode (JSON-RPC over HTTP, WebSocket and stdio; REST) without error."""
+    from a2a.protocol import jsonrpc, rest
+    from a2a.protocol.methods import METHODS
+
+    result_type = METHODS["DeleteTaskPushNotificationConfig"].result_type
+    envelope = b'{"jsonrpc":"2.0","id":1,"result":' + body + b"}"
+    assert jsonrpc.decode_response(envelope, result_type) in ({}, None)
+    assert rest.decode_result(body, result_type) is None
