@@ -538,7 +538,10 @@ class Delegator:
                 self._apply(record, event)
                 self._progress(record)
                 if self._settled(record, send):
-                    await self._drain(stream)
+                    if record.state in _FINAL:
+                        await self._drain(stream)
+                    # An interrupted task's subscription stays open until the task ends: closed
+                    # here, it is followed again once the question is answered.
                     return
 
     @staticmethod

@@ -121,6 +121,13 @@ class _StreamPosition:
         exc.last_event_id = None if self.seq is None else str(self.seq)
 
 
+def _interrupted(event: t.StreamResponse) -> bool:
+    """The event leaves the task waiting for input or authorization."""
+    payload = event.payload
+    status = payload.status if isinstance(payload, t.Task | t.TaskStatusUpdateEvent) else None
+    return status is not None and status.state.is_interrupted
+
+
 def _seq(event_id: str | None) -> int | None:
     """The sequence number an event id stands for (a2a-net's ids are whole numbers), or ``None``."""
     return int(event_id) if event_id is not None and event_id.isascii() and event_id.isdigit() else None
@@ -263,6 +270,9 @@ class A2AClient:
         per_call = self.timeout if timeout is None else timeout
         position = position or _StreamPosition()
         spec, what = METHODS[method], method
+        # A SendStreamingMessage ends at an interrupted state; resumed with SubscribeToTask,
+        # which stays open until the task ends, it must still end there.
+        ends_when_interrupted = method == "SendStreamingMessage"
         while True:
             try:
                 events, item = await self.retry.run(
@@ -281,6 +291,8 @@ class A2AClient:
                 while item is not None:
                     if position.fresh(item):
                         yield item
+                        if ends_when_interrupted and _interrupted(item.event):
+                            return
                     item = await anext(events, None)
                 return
             except TransportError as exc:
@@ -412,12 +424,12 @@ class A2AClient:
         return result
 
     async def subscribe(self, task_id: str) -> AsyncIterator[t.StreamResponse]:
-        """The task now, then its events until it ends or asks for input."""
+        """The task now, then its events until it ends (through INPUT_REQUIRED and AUTH_REQUIRED)."""
         async for item in self._stream("SubscribeToTask", t.SubscribeToTaskRequest(id=task_id)):
             yield item.event
 
     async def follow(self, task_id: str, *, after_event_id: str | None = None) -> AsyncIterator[t.StreamResponse]:
-        """Follow a task to its end (or until it asks for input), from an event id on.
+        """Follow a task to its end (through INPUT_REQUIRED and AUTH_REQUIRED), from an event id on.
 
         With ``after_event_id`` (the id of the last event you saw, such as ``last_event_id`` of
         the ``TransportError`` that ended a stream), exactly the events after it, while the

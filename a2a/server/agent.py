@@ -295,6 +295,7 @@ class Agent:
     #: Returned by GetExtendedAgentCard to authenticated callers (``None``: not configured).
     extended_card: AgentCard | None = None
     #: Declare ``capabilities.extendedAgentCard`` even without a card (callers then get -32007).
+    #: Either way the card declares it only where callers authenticate (the server has a scheme).
     declare_extended_card: bool = False
     skills: list[Skill] = field(default_factory=list)
     #: Set to handle every message with one coroutine instead of skills.
@@ -408,6 +409,7 @@ class Agent:
         security_schemes: dict[str, SecurityScheme] | None = None,
         security_requirements: list[SecurityRequirement] | None = None,
         push_notifications: bool = False,
+        extended_agent_card: bool = False,
     ) -> AgentCard:
         skills = [s.card for s in self.skills] or [
             AgentSkill(id="default", name=self.name, description=self.description or self.name, tags=["general"])
@@ -424,7 +426,7 @@ class Agent:
             capabilities=AgentCapabilities(
                 streaming=self.streaming,
                 push_notifications=push_notifications,
-                extended_agent_card=self.offers_extended_card,
+                extended_agent_card=extended_agent_card,
                 extensions=extensions or None,
             ),
             default_input_modes=self.default_input_modes,

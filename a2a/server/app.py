@@ -161,7 +161,9 @@ class A2AServer:
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
         self.middlewares = tuple(middlewares)
         backend = backend or (Backend.in_memory() if store is None else Backend.around(store))
-        self.handler = open_handler(agent, backend, push=push, push_allow=push_allow)
+        self.handler = open_handler(
+            agent, backend, push=push, push_allow=push_allow, authenticates=self.authenticator.enabled
+        )
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url

@@ -15,8 +15,7 @@ import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator
 
-from ..types import UnsetType
-from .events import EventLog, LoggedEvent
+from .events import EventLog, LoggedEvent, ends_stream
 
 __all__ = ["DEFAULT_RETENTION_SECONDS", "EventBus", "InMemoryEventBus", "is_final"]
 
@@ -34,9 +33,10 @@ class EventBus(abc.ABC):
         """Append one event (its ``seq`` is one more than the last) and wake the followers."""
 
     @abc.abstractmethod
-    def follow(self, task_id: str, from_seq: int) -> AsyncIterator[LoggedEvent]:
+    def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         """Events with ``seq >= from_seq`` (retained ones first, then live ones) until one ends
-        the stream (terminal or interrupted state, or a message)."""
+        the stream (terminal or interrupted state, or a message; with ``until_terminal``, as a
+        subscription follows a task, not an interrupted state)."""
 
     @abc.abstractmethod
     async def retained_from(self, task_id: str) -> int | None:
@@ -88,8 +88,8 @@ class InMemoryEventBus(EventBus):
         event_log = self._logs.get(task_id)
         return None if event_log is None else event_log.first_seq
 
-    async def follow(self, task_id: str, from_seq: int) -> AsyncIterator[LoggedEvent]:
-        async for logged in self._log(task_id, from_seq).follow(from_seq):
+    async def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
+        async for logged in self._log(task_id, from_seq).follow(from_seq, until_terminal=until_terminal):
             yield logged
 
     async def close(self) -> None:
@@ -101,11 +101,4 @@ class InMemoryEventBus(EventBus):
 
 def is_final(logged: LoggedEvent) -> bool:
     """Terminal (not merely interrupted): the task will publish nothing more."""
-    event = logged.event
-    if not isinstance(event.message, UnsetType):
-        return True
-    if not isinstance(event.status_update, UnsetType):
-        return event.status_update.status.state.is_terminal
-    if not isinstance(event.task, UnsetType):
-        return event.task.status.state.is_terminal
-    return False
+    return ends_stream(logged.event, until_terminal=True)

@@ -25,8 +25,9 @@ class LoggedEvent:
     body: bytes
 
 
-def ends_stream(event: StreamResponse) -> bool:
-    """A stream closes after a Message, or a status that is terminal or interrupted."""
+def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
+    """A stream closes after a Message, or a status that is terminal or interrupted (with
+    ``until_terminal``, as a subscription does: terminal only)."""
     if not isinstance(event.message, UnsetType):
         return True
     state: TaskState | None = None
@@ -34,7 +35,7 @@ def ends_stream(event: StreamResponse) -> bool:
         state = event.status_update.status.state
     elif not isinstance(event.task, UnsetType):
         state = event.task.status.state
-    return state is not None and (state.is_terminal or state.is_interrupted)
+    return state is not None and (state.is_terminal or (state.is_interrupted and not until_terminal))
 
 
 class EventLog:
@@ -72,15 +73,16 @@ class EventLog:
             if not fut.done():
                 fut.set_result(None)
 
-    async def follow(self, from_seq: int) -> AsyncIterator[LoggedEvent]:
-        """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends."""
+    async def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
+        """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends
+        (``ends_stream``)."""
         index = max(0, from_seq - self._first_seq)
         while True:
             while index < len(self._events):
                 logged = self._events[index]
                 index += 1
                 yield logged
-                if ends_stream(logged.event):
+                if ends_stream(logged.event, until_terminal=until_terminal):
                     return
             if self.closed:
                 return

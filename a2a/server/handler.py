@@ -113,6 +113,19 @@ def _accepts(accepted: list[str], offered: list[str]) -> bool:
     return False
 
 
+def media_type_of(part: t.Part) -> str:
+    """A part's media type, as its input mode is judged: its ``mediaType`` (parameters such as
+    ``charset`` left out); without one, ``text/plain`` for text, ``application/json`` for data,
+    ``application/octet-stream`` for a file (``raw`` or ``url``)."""
+    if part.media_type:
+        return part.media_type.split(";")[0].strip().lower()
+    if part.text is not t.UNSET:
+        return "text/plain"
+    if part.data is not t.UNSET:
+        return "application/json"
+    return "application/octet-stream"
+
+
 class RequestHandler:
     """Serves one agent. Owns the task store and the runs in flight in this process."""
 
@@ -123,8 +136,13 @@ class RequestHandler:
         bus: EventBus | None = None,
         push: PushNotifier | None = None,
         coordination: Coordination | None = None,
+        *,
+        authenticates: bool = False,
     ) -> None:
         self.agent = agent
+        #: Whether the bindings serving this handler authenticate their callers (only then can
+        #: the extended agent card, which is for authenticated callers, be served).
+        self.authenticates = authenticates
         self.store = store or InMemoryTaskStore()
         self.bus = bus or InMemoryEventBus()
         #: Push notifications (``None``: the capability is off and its operations are -32003).
@@ -141,6 +159,11 @@ class RequestHandler:
         self._streaming: dict[str, Callable[[Any, CallContext], AsyncIterator[LoggedEvent]]] = {
             spec.name: getattr(self, spec.handler) for spec in OPERATIONS if spec.streaming
         }
+
+    @property
+    def offers_extended_card(self) -> bool:
+        """``capabilities.extendedAgentCard``: the agent offers one and callers can authenticate."""
+        return self.agent.offers_extended_card and self.authenticates
 
     # ---- dispatch: the exception boundary ----------------------------------------------
 
@@ -232,22 +255,29 @@ class RequestHandler:
         message = req.message
         self._check_request(req, ctx)
         tenant = req.tenant or ""
-        key = (ctx.owner, tenant, message.message_id)
         fingerprint = _fingerprint(message)
+        # The message's content is part of its idempotency key: a retry of the same message
+        # finds its outcome, a different message under a used messageId is a new message.
+        key = (ctx.owner, tenant, f"{message.message_id}#{fingerprint}")
         if message.task_id:
             # A retried follow-up finds its outcome before the task's state is judged (the task
             # may have finished since, which would refuse a *new* message).
             seen = await self.store.get_message(key)
             if seen is not None:
-                run, outcome = await self._replay(seen, fingerprint, message)
+                run, outcome = await self._replay(seen)
                 if run is not None or outcome is not None:
                     return run, outcome
         existing_record = await self._task_for(message, ctx, tenant) if message.task_id else None
+        # The skill first, before anything is claimed or registered: a message it refuses (bad
+        # arguments, a media type it does not accept) leaves no trace. A follow-up goes to the
+        # skill that owns the task.
+        skill = self.agent.select_skill(message, existing_record.task if existing_record else None, req.metadata)
+        self._check_input_modes(message, skill)
         task_id = existing_record.task.id if existing_record else new_id()
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)
         if previous is not None:
-            run, outcome = await self._replay(previous, fingerprint, message)
+            run, outcome = await self._replay(previous)
             if run is not None or outcome is not None:
                 return run, outcome
             # Claimed before, but its task was never saved (the server died in between): the
@@ -258,18 +288,11 @@ class RequestHandler:
         if push_config is not None and self.push is not None:
             # Registered before the agent can publish, so the webhook gets every event.
             await self.push.create(task_id, ctx.owner, tenant, push_config)
-        run = await self._begin(req, ctx, existing_record, task_id, key, claim, materialize=materialize)
+        run = await self._begin(req, ctx, existing_record, skill, task_id, key, claim, materialize=materialize)
         run.streamed = streamed
         return run, None
 
-    async def _replay(
-        self, previous: IdempotencyRecord, fingerprint: str, message: t.Message
-    ) -> tuple[Run | None, t.Task | t.Message | None]:
-        if previous.fingerprint != fingerprint:
-            raise InvalidParamsError(
-                f"messageId {message.message_id!r} was already used for a different message: "
-                "use a new messageId for a new message"
-            )
+    async def _replay(self, previous: IdempotencyRecord) -> tuple[Run | None, t.Task | t.Message | None]:
         if previous.message is not None:
             return None, previous.message
         run = self._runs.get(previous.task_id or "")
@@ -315,6 +338,7 @@ class RequestHandler:
         req: t.SendMessageRequest,
         ctx: CallContext,
         existing: TaskRecord | None,
+        skill: str | None,
         task_id: str,
         key: tuple[str, str, str],
         claim: IdempotencyRecord,
@@ -322,9 +346,6 @@ class RequestHandler:
         materialize: bool,
     ) -> Run:
         message = req.message
-        # The skill first: if choosing it fails (bad arguments), no run is left registered for a
-        # retry to wait on and the task is untouched. A follow-up goes to the skill owning the task.
-        skill = self.agent.select_skill(message, existing.task if existing else None, req.metadata)
         if existing is not None:
             record = existing
             prior = snapshot(record.task)
@@ -399,6 +420,18 @@ class RequestHandler:
                 raise ExtensionSupportRequiredError(
                     f"This agent requires the extension {ext.uri}: list it in the A2A-Extensions header"
                 )
+
+    def _check_input_modes(self, message: t.Message, skill_id: str | None) -> None:
+        """Every part's media type is one the chosen skill (its ``inputModes``, else the agent's
+        ``defaultInputModes``) accepts; modes may be wildcards (``*/*``, ``text/*``). Checked
+        with the skill the message goes to (for a follow-up, the task's own), before it runs."""
+        skill = next((s.card for s in self.agent.skills if s.card.id == skill_id), None)
+        modes = (skill.input_modes if skill is not None else None) or self.agent.default_input_modes
+        for part in message.parts:
+            media_type = media_type_of(part)
+            if not _accepts(modes, [media_type]):
+                whom = f"skill {skill_id!r}" if skill is not None and skill.input_modes else "this agent"
+                raise ContentTypeNotSupportedError(f"{whom} does not accept {media_type} input (it accepts {modes})")
 
     # ---- tasks -------------------------------------------------------------------------
 
@@ -510,7 +543,7 @@ class RequestHandler:
             end = record.last_seq if record.task.status.state.is_terminal else record.last_seq + 1
             if retained is not None and retained <= resume + 1 <= end:
                 # A reconnect: exactly the events after the last one the client saw.
-                async for logged in self.bus.follow(req.id, resume + 1):
+                async for logged in self.bus.follow(req.id, resume + 1, until_terminal=True):
                     yield logged
                 return
         state = record.task.status.state
@@ -521,9 +554,9 @@ class RequestHandler:
         first = t.StreamResponse(task=snapshot(record.task))
         next_seq = record.last_seq + 1
         yield LoggedEvent(next_seq - 1, first, encode(first))
-        if state.is_interrupted:
-            return
-        async for logged in self.bus.follow(req.id, next_seq):
+        # A subscription stays open through INPUT_REQUIRED and AUTH_REQUIRED (the subscriber
+        # wants to see the task resume) until the task ends.
+        async for logged in self.bus.follow(req.id, next_seq, until_terminal=True):
             yield logged
 
     # ---- the rest ----------------------------------------------------------------------
@@ -537,9 +570,9 @@ class RequestHandler:
         self, req: t.TaskPushNotificationConfig, ctx: CallContext
     ) -> t.TaskPushNotificationConfig:
         notifier = self._notifier()
+        # On a task that has ended the config is kept but never fires: nothing more is sent
+        # (the spec lists no error for it, and the reference SDK accepts it too).
         record = await self._owned(req.task_id or "", ctx, req.tenant)
-        if record.task.status.state.is_terminal:
-            raise UnsupportedOperationError(f"Task {record.task.id} has ended: it sends no more notifications")
         return await notifier.create(record.task.id, ctx.owner, req.tenant or "", req)
 
     async def get_push_config(
@@ -559,15 +592,21 @@ class RequestHandler:
         await self._owned(req.task_id, ctx, req.tenant)
         return await notifier.list(req.task_id, req.page_size, req.page_token)
 
-    async def delete_push_config(self, req: t.DeleteTaskPushNotificationConfigRequest, ctx: CallContext) -> None:
+    async def delete_push_config(
+        self, req: t.DeleteTaskPushNotificationConfigRequest, ctx: CallContext
+    ) -> dict[str, Any]:
+        """Idempotent (spec: "This operation MUST be idempotent"): a config already gone is no
+        error, on a task that exists. The answer is ``{}`` (``google.protobuf.Empty``) everywhere."""
         notifier = self._notifier()
         await self._owned(req.task_id, ctx, req.tenant)
-        if not await notifier.delete(req.task_id, req.id):
-            raise TaskNotFoundError(f"Task {req.task_id} has no push notification config {req.id!r}")
+        await notifier.delete(req.task_id, req.id)
+        return {}
 
     async def get_extended_card(self, _req: t.GetExtendedAgentCardRequest, ctx: CallContext) -> t.AgentCard:
-        if not self.agent.offers_extended_card:
-            raise UnsupportedOperationError("This agent offers no extended agent card")
+        if not self.offers_extended_card:
+            raise UnsupportedOperationError(
+                "This agent offers no extended agent card (capabilities.extendedAgentCard is false)"
+            )
         if ctx.principal is None:
             raise AuthenticationRequiredError("GetExtendedAgentCard needs an authenticated caller")
         if self.agent.extended_card is None:

@@ -23,13 +23,20 @@ def open_handler(
     *,
     push: PushNotifier | bool = False,
     push_allow: str | Sequence[str] | None = None,
+    authenticates: bool = False,
 ) -> RequestHandler:
     """The handler serving ``agent`` over ``backend``. ``push=True``: push notifications, their
     configs in the backend's push store (an error if it has none: never a store that forgets
     what the tasks remember); webhooks to private addresses only where ``push_allow`` lists
-    them. A ``PushNotifier`` may be given instead."""
+    them. A ``PushNotifier`` may be given instead. ``authenticates``: the bindings check their
+    callers' credentials (the extended agent card is served only then)."""
     return RequestHandler(
-        agent, backend.tasks, backend.events, _notifier(backend, push, push_allow), backend.coordination
+        agent,
+        backend.tasks,
+        backend.events,
+        _notifier(backend, push, push_allow),
+        backend.coordination,
+        authenticates=authenticates,
     )
 
 
@@ -56,4 +63,5 @@ def served_card(handler: RequestHandler, authenticator: Authenticator, interface
         security_schemes=schemes,
         security_requirements=requirements,
         push_notifications=handler.push is not None,
+        extended_agent_card=handler.offers_extended_card,
     )

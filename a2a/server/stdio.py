@@ -285,7 +285,13 @@ async def serve_stdio(
     authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
     owned = handler is None
     if handler is None:
-        handler = open_handler(agent, backend or Backend.in_memory(), push=push, push_allow=push_allow)
+        handler = open_handler(
+            agent,
+            backend or Backend.in_memory(),
+            push=push,
+            push_allow=push_allow,
+            authenticates=authenticator.enabled,
+        )
         await handler.start()
     elif backend is not None or push or push_allow is not None:
         raise ValueError("serve_stdio: give a handler, or the backend and push to make one, not both")

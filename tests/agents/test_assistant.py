@@ -14,6 +14,7 @@ import pytest
 
 import agents.assistant
 from a2a import A2AClient, A2AServer, RetryPolicy, ServerConfig
+from a2a.errors import ContentTypeNotSupportedError
 from a2a.metadata import USAGE_KEY
 from a2a.types import Part, Task, TaskState
 from agents.assistant import TOOLS_ENV, WORKSPACE_ENV, AssistantAgent, ToolsetError, make_agent, parse_toolsets
@@ -259,11 +260,11 @@ async def test_structured_tool_calls_work_without_a_model(ws: Path) -> None:
     assert outside.status.state == TaskState.REJECTED and "'..'" in status_text(outside)
 
 
-async def test_plain_assistant_rejects_structured_input() -> None:
-    task = await ask(make_agent(), tool_call("read", path="a.txt"))
-    assert task.status.state == TaskState.REJECTED
-    assert "no tools to run structured input" in status_text(task)
-    assert "A2A_ASSISTANT_TOOLS" in status_text(task)
+async def test_plain_assistant_refuses_structured_input() -> None:
+    # Its card accepts text/plain only: the server refuses a data part before the agent runs
+    # (spec §3.1.1: "A Media Type provided in the request's message parts is not supported").
+    with pytest.raises(ContentTypeNotSupportedError, match="application/json"):
+        await ask(make_agent(), tool_call("read", path="a.txt"))
 
 
 async def test_a_tool_that_was_not_chosen_is_rejected() -> None:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from a2a import A2AClient, Agent, BearerAuth, BearerToken
+from a2a import A2AClient, Agent, BearerAuth, BearerToken, RequestContext
 from a2a.errors import (
     AuthenticationRequiredError,
     ContentTypeNotSupportedError,
@@ -13,10 +13,10 @@ from a2a.errors import (
     PushNotificationNotSupportedError,
     UnsupportedOperationError,
 )
-from a2a.types import AgentCapabilities, AgentCard, Task
+from a2a.types import AgentCapabilities, AgentCard, Part, Task
 
 from .conftest import OpenClient, OpenRaw, StartServer
-from .helpers import Raw, bounded, collect, expect_error, load_module, send_params, user_message
+from .helpers import Gate, Raw, bounded, collect, expect_error, load_module, send_params, user_message
 
 PUSH_CONFIG = {"url": "https://example.com/webhook", "token": "t"}
 
@@ -92,10 +92,8 @@ async def test_extended_card_declared_but_not_configured(serve: StartServer, ope
     expect_error(outcome, -32007)
 
 
-async def test_extended_card_is_returned_to_an_authenticated_caller(
-    serve: StartServer, open_client: OpenClient
-) -> None:
-    extended = AgentCard(
+def _extended_card() -> AgentCard:
+    return AgentCard(
         name="Echo (extended)",
         description="More skills for known callers",
         version="1.0.0",
@@ -105,8 +103,14 @@ async def test_extended_card_is_returned_to_an_authenticated_caller(
         default_output_modes=["text/plain"],
         skills=[],
     )
-    server = await serve(_echo(extended=extended), auth=[BearerAuth(credentials={"tok": "alice"})])
+
+
+async def test_extended_card_is_returned_to_an_authenticated_caller(
+    serve: StartServer, open_client: OpenClient
+) -> None:
+    server = await serve(_echo(extended=_extended_card()), auth=[BearerAuth(credentials={"tok": "alice"})])
     client = await open_client(server, credentials=BearerToken("tok"))
+    assert (await bounded(client.get_card())).capabilities.extended_agent_card is True
     got = await bounded(client.get_extended_card())
     assert got.name == "Echo (extended)"
 
@@ -118,19 +122,17 @@ async def test_extended_card_needs_authentication(serve: StartServer, open_raw: 
     assert outcome.headers.get("WWW-Authenticate", "").startswith("Bearer")
 
 
-async def test_extended_card_without_any_auth_scheme_is_401_with_a_challenge(
-    serve: StartServer, open_raw: OpenRaw
-) -> None:
-    # The card declares the extended card, but the server has no way to authenticate anyone.
-    # Refusing that configuration is fine; serving it, a 401 must name a challenge (RFC 9110
-    # §15.5.2: "MUST send a WWW-Authenticate header field containing at least one challenge").
-    try:
-        server = await serve(_echo(declare=True))
-    except ValueError:
-        return
-    outcome = await open_raw(server).call("GetExtendedAgentCard")
-    expect_error(outcome, -32000, http_status=401)
-    assert outcome.headers.get("WWW-Authenticate", "").strip(), "a 401 without a WWW-Authenticate challenge"
+async def test_extended_card_without_any_auth_scheme_is_not_offered(serve: StartServer, open_raw: OpenRaw) -> None:
+    """Spec §3.1.11: GetExtendedAgentCard "is available only if
+    AgentCard.capabilities.extendedAgentCard is true", and "The client MUST authenticate the
+    request": a server that authenticates no one does not declare it, and answers
+    "UnsupportedOperationError: The agent does not support authenticated extended cards"."""
+    for agent in (_echo(declare=True), _echo(extended=_extended_card())):
+        server = await serve(agent)
+        raw = open_raw(server)
+        card = (await raw.http.get(f"{server.url}/.well-known/agent-card.json")).json()
+        assert card["capabilities"].get("extendedAgentCard") in (None, False)
+        expect_error(await raw.call("GetExtendedAgentCard"), -32004)
 
 
 async def test_client_raises_the_capability_errors(client: A2AClient) -> None:
@@ -177,6 +179,8 @@ async def test_client_streaming_off_refuses_both_streaming_operations(
 
 
 async def test_client_extended_card_declared_but_not_configured(serve: StartServer, open_client: OpenClient) -> None:
+    """Spec §3.1.11: "ExtendedAgentCardNotConfiguredError: The agent declares support but does
+    not have an extended agent card configured"."""
     server = await serve(_echo(declare=True), auth=[BearerAuth(credentials={"tok": "alice"})])
     client = await open_client(server, credentials=BearerToken("tok"))
     assert (await bounded(client.get_card())).capabilities.extended_agent_card is True
@@ -195,3 +199,78 @@ async def test_client_unsupported_output_mode_is_content_type_not_supported(clie
     with pytest.raises(ContentTypeNotSupportedError) as caught:
         await bounded(client.send("hi", accepted_output_modes=["image/png"]))
     assert caught.value.code == -32005
+
+
+@pytest.mark.needs_authentication
+async def test_client_extended_card_without_authentication_is_not_offered(
+    serve: StartServer, open_client: OpenClient
+) -> None:
+    """Spec §3.1.11: "UnsupportedOperationError: The agent does not support authenticated extended
+    cards": a card configured on a server that authenticates no one is not offered."""
+    client = await open_client(await serve(_echo(extended=_extended_card())))
+    assert not (await bounded(client.get_card())).capabilities.extended_agent_card
+    with pytest.raises(UnsupportedOperationError):
+        await bounded(client.get_extended_card())
+
+
+# ---- input modes: ContentTypeNotSupportedError -----------------------------------------------
+
+
+def _modal_agent(gate: Gate, modes: list[str]) -> Agent:
+    """Counts executions; accepts ``modes`` by default, JSON only in its skill "json"."""
+    agent = Agent("Modal", description="Takes some media types", default_input_modes=modes)
+
+    @agent.skill("text")
+    async def text(ctx: RequestContext) -> None:
+        gate.executions += 1
+        await ctx.complete("text")
+
+    @agent.skill("json", input_modes=["application/json"])
+    async def json_skill(ctx: RequestContext) -> None:
+        gate.executions += 1
+        await ctx.complete("json")
+
+    return agent
+
+
+async def test_unsupported_input_media_type_is_content_type_not_supported_before_the_agent_runs(
+    serve: StartServer, open_raw: OpenRaw, gate: Gate
+) -> None:
+    """Spec §3.1.1 errors: "ContentTypeNotSupportedError: A Media Type provided in the request's
+    message parts is not supported by the agent." A data part is application/json, a file part
+    its mediaType; none is accepted by ``defaultInputModes: ["text/plain"]``."""
+    raw = open_raw(await serve(_modal_agent(gate, ["text/plain"])))
+    refused = [
+        {"data": {"a": 1}},
+        {"raw": "aGk=", "mediaType": "image/png"},
+        {"text": "# hi", "mediaType": "text/markdown"},
+    ]
+    for part in refused:
+        message = {**user_message("x"), "parts": [{"text": "ok"}, part]}
+        text = expect_error(await raw.call("SendMessage", {"message": message}), -32005)
+        assert "accept" in text
+    async with raw.stream("SendStreamingMessage", {"message": {**user_message("x"), "parts": refused[:1]}}) as stream:
+        expect_error(await stream.outcome(), -32005)
+    assert gate.executions == 0
+    assert (await raw.call("ListTasks", {})).result["tasks"] == []
+    plain = {**user_message("x"), "parts": [{"text": "ok", "mediaType": "text/plain; charset=utf-8"}]}
+    assert not (await raw.call("SendMessage", {"message": plain})).is_error
+
+
+async def test_client_input_modes_of_the_agent_and_of_the_chosen_skill(
+    serve: StartServer, open_client: OpenClient, gate: Gate
+) -> None:
+    """Spec §3.1.1: "ContentTypeNotSupportedError: A Media Type provided in the request's message
+    parts is not supported by the agent"; the chosen skill's ``inputModes`` override the agent's
+    ``defaultInputModes`` (AgentSkill in a2a.proto). Wildcards (``text/*``) match every subtype."""
+    client = await open_client(await serve(_modal_agent(gate, ["text/*"])))
+    markdown = [Part(text="# hi", media_type="text/markdown")]
+    assert isinstance(await bounded(client.send(markdown)), Task)
+    with pytest.raises(ContentTypeNotSupportedError):
+        await bounded(client.send([Part(data={"a": 1})]))
+    # The skill "json" takes JSON only: a data part that names it is accepted, text is not.
+    assert isinstance(await bounded(client.send([Part(data={"skill": "json", "a": 1})])), Task)
+    with pytest.raises(ContentTypeNotSupportedError) as caught:
+        await bounded(client.send([Part(data={"skill": "json"}), Part(text="hi")]))
+    assert caught.value.code == -32005
+    assert gate.executions == 2

@@ -1,4 +1,5 @@
-"""SendMessage is idempotent by messageId (§3.3.1): a retry gets the original outcome, the agent runs once."""
+"""SendMessage is idempotent by messageId (§3.3.1): a retry of the same message gets the original
+outcome and the agent runs once; a different message under a used messageId is a new message."""
 
 from __future__ import annotations
 
@@ -9,11 +10,10 @@ import pytest
 
 from a2a import A2AClient, A2AServer
 from a2a.client import user_message as a2a_user_message
-from a2a.errors import InvalidParamsError
 from a2a.types import Message, Part, Task, TaskState
 
 from .conftest import OpenClient, OpenRaw, StartServer
-from .helpers import Gate, Raw, bounded, collect, counting_agent, expect_error, gated_agent, load_module, user_message
+from .helpers import Gate, Raw, bounded, collect, counting_agent, gated_agent, load_module, user_message
 
 
 @pytest.fixture
@@ -43,13 +43,20 @@ async def test_same_message_id_for_a_message_reply_is_the_same_reply(
     assert gate.executions == 1
 
 
-async def test_same_message_id_with_other_content_is_invalid_params(counter_raw: Raw, gate: Gate) -> None:
+async def test_same_message_id_with_other_content_is_a_new_message(counter_raw: Raw, gate: Gate) -> None:
+    """Spec §3.3.1: "Agents may utilize the messageId to detect duplicate messages": a different
+    message under a used messageId is no duplicate (clients reuse ids): it is processed anew."""
     message = user_message("original")
-    await counter_raw.call("SendMessage", {"message": message})
+    first = (await counter_raw.call("SendMessage", {"message": message})).result["task"]
     changed = {**message, "parts": [{"text": "something else"}]}
-    text = expect_error(await counter_raw.call("SendMessage", {"message": changed}), -32602)
-    assert message["messageId"] in text
-    assert gate.executions == 1
+    second = (await counter_raw.call("SendMessage", {"message": changed})).result["task"]
+    assert second["id"] != first["id"]
+    assert second["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert gate.texts == ["original", "something else"]
+    # Each is still its own duplicate: a retry of either finds its own outcome.
+    again = (await counter_raw.call("SendMessage", {"message": message})).result["task"]
+    assert again["id"] == first["id"]
+    assert gate.executions == 2
 
 
 async def test_message_ids_are_scoped_per_message_not_global(counter_raw: Raw, gate: Gate) -> None:
@@ -143,14 +150,18 @@ async def test_client_same_message_for_a_message_reply_is_the_same_reply(
     assert gate.executions == 1
 
 
-async def test_client_same_message_id_with_other_content_is_invalid_params(counter: A2AClient, gate: Gate) -> None:
+async def test_client_same_message_id_with_other_content_is_a_new_message(counter: A2AClient, gate: Gate) -> None:
+    """Spec §3.3.1: "Agents may utilize the messageId to detect duplicate messages": only the same
+    message again is a duplicate; another message under its id is processed as a new one."""
     message = a2a_user_message("original")
-    await bounded(counter.send(message))
+    first = await bounded(counter.send(message))
     changed = msgspec.structs.replace(message, parts=[Part(text="something else")])
-    with pytest.raises(InvalidParamsError) as caught:
-        await bounded(counter.send(changed))
-    assert message.message_id in caught.value.message
-    assert gate.executions == 1
+    second = await bounded(counter.send(changed))
+    assert isinstance(first, Task) and isinstance(second, Task)
+    assert second.id != first.id and second.status.state == TaskState.COMPLETED
+    retried = await bounded(counter.send(changed))
+    assert isinstance(retried, Task) and retried.id == second.id
+    assert gate.texts == ["original", "something else"]
 
 
 async def test_client_concurrent_duplicates_run_the_agent_once(

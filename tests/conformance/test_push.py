@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 
@@ -12,8 +13,8 @@ from a2a import A2AServer, Agent, BearerAuth, BearerToken
 from a2a.errors import PushNotificationNotSupportedError, TaskNotFoundError
 from a2a.types import AuthenticationInfo, StreamResponse, TaskPushNotificationConfig, TaskState
 
-from .conftest import OpenClient, StartServer
-from .helpers import load_module, wait_until
+from .conftest import OpenClient, OpenRaw, StartServer
+from .helpers import bounded, expect_error, load_module, send_params, wait_until
 
 LOOPBACK = "127.0.0.0/8"
 
@@ -120,8 +121,8 @@ async def test_config_operations_on_a_running_task(
     await client.delete_push_config(task.id, "c1")
     with pytest.raises(TaskNotFoundError):
         await client.get_push_config(task.id, "c1")
-    with pytest.raises(TaskNotFoundError):
-        await client.delete_push_config(task.id, "c1")
+    # Spec §3.1.10: "This operation MUST be idempotent": deleting it again is no error.
+    await client.delete_push_config(task.id, "c1")
 
 
 async def test_private_webhook_refused_without_the_allow_list(
@@ -154,3 +155,54 @@ async def test_push_configs_follow_task_ownership(serve: StartServer, open_clien
         with pytest.raises(TaskNotFoundError):
             await call
     await alice.cancel_task(task.id)
+
+
+# ---- the letter of the spec: idempotent delete, configs on ended tasks ------------------------
+
+
+async def test_delete_is_idempotent_and_answers_an_empty_object_on_the_wire(
+    serve: StartServer, open_raw: OpenRaw, echo: Agent, receiver: Receiver
+) -> None:
+    """Spec §3.1.10: "This operation MUST be idempotent - multiple deletions of the same config
+    have the same effect"; its result is ``google.protobuf.Empty``, ``{}`` in JSON, on each binding."""
+    raw = open_raw(await serve(echo, push=True, push_allow=LOOPBACK))
+    task = (await raw.call("SendMessage", send_params("stream:1"))).result["task"]
+    made = await raw.call("CreateTaskPushNotificationConfig", {"taskId": task["id"], "id": "c1", "url": receiver.url})
+    assert not made.is_error, made.body
+    for _ in range(2):
+        deleted = await raw.call("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "c1"})
+        assert not deleted.is_error, deleted.body
+        assert deleted.result == {}
+    never_made = await raw.call("DeleteTaskPushNotificationConfig", {"taskId": task["id"], "id": "never"})
+    assert never_made.result == {}
+    # Spec §3.1.10 errors: "TaskNotFoundError: The task ID does not exist."
+    expect_error(await raw.call("DeleteTaskPushNotificationConfig", {"taskId": "no-such-task", "id": "c1"}), -32001)
+
+
+async def test_client_delete_twice_succeeds_and_an_unknown_task_is_not_found(
+    serve: StartServer, open_client: OpenClient, echo: Agent, receiver: Receiver
+) -> None:
+    """Spec §3.1.10: "This operation MUST be idempotent"; "TaskNotFoundError: The task ID does not exist"."""
+    client = await open_client(await serve(echo, push=True, push_allow=LOOPBACK))
+    task = await bounded(client.send("stream:1"))
+    await bounded(client.create_push_config(task.id, receiver.url, config_id="c1"))
+    assert await bounded(client.delete_push_config(task.id, "c1")) is None
+    assert await bounded(client.delete_push_config(task.id, "c1")) is None
+    assert (await bounded(client.list_push_configs(task.id))).configs == []
+    with pytest.raises(TaskNotFoundError):
+        await bounded(client.delete_push_config("no-such-task", "c1"))
+
+
+async def test_client_create_on_an_ended_task_is_accepted_and_never_fires(
+    serve: StartServer, open_client: OpenClient, echo: Agent, receiver: Receiver
+) -> None:
+    """Spec §3.1.7 lists only "PushNotificationNotSupportedError" and "TaskNotFoundError" as its
+    errors: a config for a task that has ended is accepted (it has nothing left to send)."""
+    client = await open_client(await serve(echo, push=True, push_allow=LOOPBACK))
+    task = await bounded(client.send("stream:1"))
+    assert task.status.state == TaskState.COMPLETED
+    made = await bounded(client.create_push_config(task.id, receiver.url, config_id="late"))
+    assert (made.id, made.task_id) == ("late", task.id)
+    assert [c.id for c in (await bounded(client.list_push_configs(task.id))).configs] == ["late"]
+    await asyncio.sleep(0.2)  # a webhook call, were one made, would have arrived by now
+    assert receiver.bodies == []

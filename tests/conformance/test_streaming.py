@@ -108,15 +108,21 @@ async def test_stream_closes_after_input_required(greeter_server: A2AServer, ope
     assert await task_state(greeter_server, task_id) == TaskState.INPUT_REQUIRED
 
 
-async def test_subscribe_to_a_task_waiting_for_input_is_the_task_then_the_end(
+async def test_subscribe_to_a_task_waiting_for_input_stays_open_until_it_ends(
     greeter_server: A2AServer, open_raw: OpenRaw
 ) -> None:
+    """Spec §3.1.6: SubscribeToTask "can be used with any task that is not in a terminal state.
+    The stream MUST terminate when the task reaches a terminal state" (INPUT_REQUIRED is not one)."""
     raw = open_raw(greeter_server)
     task = (await raw.call("SendMessage", send_params("hi"))).result["task"]
     async with raw.stream("SubscribeToTask", {"id": task["id"]}) as stream:
-        events = [await stream.next(), *await stream.rest()]
-    assert len(events) == 1
-    assert events[0].state == "TASK_STATE_INPUT_REQUIRED"
+        first = await stream.next()
+        assert first.state == "TASK_STATE_INPUT_REQUIRED"
+        answer = await raw.call("SendMessage", send_params("Ada", taskId=task["id"]))
+        assert answer.result["task"]["status"]["state"] == "TASK_STATE_COMPLETED"
+        rest = await stream.rest()
+    assert rest, "the subscription closed at INPUT_REQUIRED"
+    assert rest[-1].state == "TASK_STATE_COMPLETED"
 
 
 async def test_disconnecting_one_subscriber_affects_no_other(
@@ -211,11 +217,24 @@ async def test_client_stream_ends_after_input_required(greeter_server: A2AServer
     assert await task_state(greeter_server, first.id) == TaskState.INPUT_REQUIRED
 
 
-async def test_client_subscribe_to_a_task_waiting_for_input_is_the_task_then_the_end(greeter: A2AClient) -> None:
+async def test_client_subscribe_to_a_task_waiting_for_input_stays_open_until_it_ends(greeter: A2AClient) -> None:
+    """Spec §3.1.6: SubscribeToTask "can be used with any task that is not in a terminal state.
+    The stream MUST terminate when the task reaches a terminal state": a subscriber sees it resume."""
     task = await bounded(greeter.send("hi"))
     assert isinstance(task, Task)
-    events = await collect(greeter.subscribe(task.id))
-    assert [summary(e) for e in events] == [("task", "TASK_STATE_INPUT_REQUIRED")]
+    events = greeter.subscribe(task.id)
+    assert summary(await bounded(anext(events))) == ("task", "TASK_STATE_INPUT_REQUIRED")
+    done = await bounded(greeter.send("Ada", task_id=task.id))
+    assert isinstance(done, Task) and done.status.state == TaskState.COMPLETED
+    rest = await collect(events)
+    assert rest and summary(rest[-1]) == ("statusUpdate", "TASK_STATE_COMPLETED")
+
+
+async def test_client_send_streaming_still_ends_at_input_required(greeter: A2AClient) -> None:
+    """Spec §3.1.2 only requires the stream to close at a terminal state; ours also closes at
+    INPUT_REQUIRED (protocol.md): the caller answers with a new SendStreamingMessage."""
+    events = await collect(greeter.stream("hi"))
+    assert summary(events[-1]) == ("statusUpdate", "TASK_STATE_INPUT_REQUIRED")
 
 
 async def test_client_leaving_one_subscription_affects_no_other(

@@ -76,7 +76,7 @@ async def test_a_fault_in_the_middle_of_a_stream_is_one_logged_internal_error(
     task = (await handler.call("SendMessage", _send("hold:30", immediately=True), NOBODY)).task
     follow_closed = asyncio.Event()
 
-    async def follow_then_break(*_: Any) -> AsyncIterator[LoggedEvent]:
+    async def follow_then_break(*_: Any, **__: Any) -> AsyncIterator[LoggedEvent]:
         try:
             raise RuntimeError(SECRET)
             yield  # an async generator

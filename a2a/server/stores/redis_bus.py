@@ -57,7 +57,7 @@ class RedisEventBus(EventBus):
         pipe.expire(key, int(self.retention) if is_final(logged) else _UNFINISHED_TTL)
         await pipe.execute()
 
-    async def follow(self, task_id: str, from_seq: int) -> AsyncIterator[LoggedEvent]:
+    async def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         key = self._stream(task_id)
         last = f"0-{max(0, from_seq - 1)}"
         while not self._closed:
@@ -69,7 +69,7 @@ class RedisEventBus(EventBus):
                     body = fields[b"b"]
                     event = self._decoder.decode(body)
                     yield LoggedEvent(seq, event, bytes(body))
-                    if ends_stream(event):
+                    if ends_stream(event, until_terminal=until_terminal):
                         return
 
     async def retained_from(self, task_id: str) -> int | None:
