@@ -324,16 +324,20 @@ class Agent:
 
         def register(function: SkillFunction) -> SkillFunction:
             skill_id = id or function.__name__
+            wants_text, parameters = _signature(skill_id, function)
+            modes = list(input_modes) if input_modes else None
+            if modes is None and parameters is not None and "application/json" not in self.default_input_modes:
+                # Typed arguments come as a data part: the card says the skill takes JSON too.
+                modes = [*self.default_input_modes, "application/json"]
             card = AgentSkill(
                 id=skill_id,
                 name=name or skill_id.replace("_", " ").title(),
                 description=description or inspect.getdoc(function) or skill_id,
                 tags=list(tags) or [skill_id],
                 examples=list(examples) or None,
-                input_modes=list(input_modes) if input_modes else None,
+                input_modes=modes,
                 output_modes=list(output_modes) if output_modes else None,
             )
-            wants_text, parameters = _signature(skill_id, function)
             may_reply = _returns_message(function) if replies is None else replies
             self.skills.append(Skill(card, function, wants_text, parameters, replies=may_reply))
             return function
