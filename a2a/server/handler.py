@@ -288,7 +288,13 @@ class RequestHandler:
         if push_config is not None and self.push is not None:
             # Registered before the agent can publish, so the webhook gets every event.
             await self.push.create(task_id, ctx.owner, tenant, push_config)
-        run = await self._begin(req, ctx, existing_record, skill, task_id, key, claim, materialize=materialize)
+        run, rc = self._begin(req, ctx, existing_record, skill, task_id, key, claim, materialize=materialize)
+        if materialize or existing_record is not None or not self.agent.may_reply(skill):
+            # The task exists (saved, the first stream event) before the agent runs, so slow
+            # work can be listed, fetched and cancelled at once. Only a skill that may answer
+            # with a plain message waits for its first task event (a reply leaves no task).
+            await self._open(run, rc)
+        run.start(self.agent, rc)
         run.streamed = streamed
         return run, None
 
@@ -333,7 +339,7 @@ class RequestHandler:
             )
         return record
 
-    async def _begin(
+    def _begin(
         self,
         req: t.SendMessageRequest,
         ctx: CallContext,
@@ -344,7 +350,9 @@ class RequestHandler:
         claim: IdempotencyRecord,
         *,
         materialize: bool,
-    ) -> Run:
+    ) -> tuple[Run, RequestContext]:
+        """The run for an accepted message, registered and ready to start (not a coroutine: a
+        reply-only message goes from here to its agent without one more frame)."""
         message = req.message
         if existing is not None:
             record = existing
@@ -373,23 +381,21 @@ class RequestHandler:
         # The caller of a follow-up or of a returnImmediately send knows (or gets) the task id.
         run.announced = existing is not None or materialize
         self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
-        if materialize or existing is not None or not self.agent.may_reply(skill):
-            # The task exists (saved, the first stream event) before the agent runs, so slow
-            # work can be listed, fetched and cancelled at once. Only a skill that may answer
-            # with a plain message waits for its first task event (a reply leaves no task).
-            try:
-                await run.open()
-            except asyncio.CancelledError:
-                # The caller left while the task was being saved: it may be saved, and nobody
-                # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).
-                run.start(self.agent, rc)
-                self._cancel_soon(run)
-                raise
-            except BaseException:
-                self._forget_run(run)  # never started: a retry must not wait on it
-                raise
-        run.start(self.agent, rc)
-        return run
+        return run, rc
+
+    async def _open(self, run: Run, rc: RequestContext) -> None:
+        """Save and announce the run's task before its agent starts."""
+        try:
+            await run.open()
+        except asyncio.CancelledError:
+            # The caller left while the task was being saved: it may be saved, and nobody
+            # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).
+            run.start(self.agent, rc)
+            self._cancel_soon(run)
+            raise
+        except BaseException:
+            self._forget_run(run)  # never started: a retry must not wait on it
+            raise
 
     def _forget_run(self, run: Run) -> None:
         """The agent has returned: the run is no longer this process's (and no longer leased)."""
@@ -429,7 +435,7 @@ class RequestHandler:
         modes = (skill.input_modes if skill is not None else None) or self.agent.default_input_modes
         for part in message.parts:
             media_type = media_type_of(part)
-            if not _accepts(modes, [media_type]):
+            if media_type not in modes and not _accepts(modes, [media_type]):  # the usual case first
                 whom = f"skill {skill_id!r}" if skill is not None and skill.input_modes else "this agent"
                 raise ContentTypeNotSupportedError(f"{whom} does not accept {media_type} input (it accepts {modes})")
 
