@@ -173,17 +173,21 @@ async def scenario(kind: str, store: str, b_url: str, workdir: Path, procs: list
     return {"scenario": kind, "seconds": took, "answered": ended.status.state.name, "final": final.name}
 
 
-async def commands_per_second(redis_url: str, window: float) -> float:
+async def commands_per_second(redis_url: str, window: float) -> dict[str, float]:
+    """Commands/s by name over ``window`` (those run inside Lua scripts are counted too, under
+    their own names; ``evalsha`` is the scripts' own round trips)."""
     redis = aioredis.from_url(redis_url)
     try:
 
-        async def total() -> int:
+        async def calls() -> dict[str, int]:
             stats: dict[str, Any] = await redis.info("commandstats")
-            return sum(int(v["calls"]) for k, v in stats.items() if k not in ("cmdstat_info",))
+            return {k.removeprefix("cmdstat_"): int(v["calls"]) for k, v in stats.items() if k != "cmdstat_info"}
 
-        before = await total()
+        before = await calls()
         await asyncio.sleep(window)
-        return (await total() - before) / window
+        after = await calls()
+        rates = {name: (n - before.get(name, 0)) / window for name, n in after.items() if n != before.get(name, 0)}
+        return {"total": sum(rates.values()), **dict(sorted(rates.items(), key=lambda kv: -kv[1]))}
     finally:
         await redis.aclose()
 
@@ -245,10 +249,10 @@ async def main() -> None:
             with contextlib.suppress(Exception):
                 proc.stop()
     print("\n".join(summary(samples)))
-    print(
-        f"Redis commands/s of two replicas: idle {traffic['idle_commands_per_s']:.1f}, "
-        f"with 100 tasks running {traffic['running_100_commands_per_s']:.1f}"
-    )
+    for label, key in (("idle", "idle_commands_per_s"), ("with 100 tasks running", "running_100_commands_per_s")):
+        rates = traffic[key]
+        detail = ", ".join(f"{name} {rate:.1f}" for name, rate in rates.items() if name != "total")
+        print(f"Redis commands/s of two replicas, {label}: {rates['total']:.1f} ({detail})")
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(json.dumps({"store": store, "samples": samples, "traffic": traffic}, indent=2))
     print(f"samples: {args.output}")

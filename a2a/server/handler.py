@@ -553,7 +553,11 @@ class RequestHandler:
         try:
             # Read again once claimed: it may have moved on (or been ended) since it was read.
             record = await self.store.get(task_id)
-            return record is not None and await end(record)
+            if record is None:
+                return False
+            # Its dead process may have published events it had not saved yet: the end follows them.
+            record.last_seq = max(record.last_seq, await self.bus.last_published(task_id) or 0)
+            return await end(record)
         finally:
             await self.coordination.release_orphan(task_id)
 

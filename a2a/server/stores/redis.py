@@ -162,16 +162,25 @@ class RedisTaskStore(TaskStore):
             total += len([r for r in loaded if r is not None and matches(r, query)])
 
     async def unfinished(self) -> Sequence[TaskRecord]:
-        """Scans the namespace's task hashes (SCAN, not KEYS, so Redis is never blocked)."""
+        """Scans the namespace's task hashes (SCAN, not KEYS, so Redis is never blocked), a
+        page at a time: one round trip for the states of a page, one for its active tasks (a
+        recovery after a replica died waits for this scan)."""
         active = {state.value.encode() for state in ACTIVE_STATES}
         found: builtins.list[TaskRecord] = []
-        async for key in self.redis.scan_iter(match=f"{self.ns}:task:*", count=500):
-            state = await self.redis.hget(key, "state")
-            if state in active:
-                fields = await self.redis.hgetall(key)
-                if fields:
-                    found.append(self._record(fields))
-        return found
+        cursor: Any = 0
+        while True:
+            cursor, keys = await self.redis.scan(cursor, match=f"{self.ns}:task:*", count=500)
+            if keys:
+                states = self.redis.pipeline(transaction=False)
+                for key in keys:
+                    states.hget(key, "state")
+                loads = self.redis.pipeline(transaction=False)
+                for key, state in zip(keys, await states.execute(), strict=True):
+                    if state in active:
+                        loads.hgetall(key)
+                found.extend(self._record(fields) for fields in await loads.execute() if fields)
+            if not cursor:
+                return found
 
     def _message_key(self, key: tuple[str, str, str]) -> str:
         return f"{self.ns}:msg:{_h(*key)}"
