@@ -36,7 +36,8 @@ __all__ = [
 #: the recovery that follows at once when a replica is found dead (this sweep is the safety
 #: net: for a replica that died while recovering another, say).
 RECOVERY_SWEEP_SECONDS = 30.0
-#: How often a wait for a task running elsewhere checks that its process is still alive.
+#: How often a wait for a task running elsewhere checks that its process is still alive, when
+#: the coordination cannot say when the process's lease lapses.
 LIVENESS_POLL_SECONDS = 1.0
 
 #: Cancel ``task_id`` if this process runs it.
@@ -70,9 +71,11 @@ class Coordination(abc.ABC):
     async def is_running_elsewhere(self, task_id: str) -> bool:
         """Whether another live process runs ``task_id``."""
 
-    #: How often a wait for a task running elsewhere asks ``is_running_elsewhere`` again (so a
-    #: wait for a task whose process died ends about when the death is noticed).
-    liveness_poll: float = LIVENESS_POLL_SECONDS
+    async def lease_left(self, task_id: str) -> float | None:
+        """Seconds until the lease of the live process running ``task_id`` lapses unless it is
+        renewed (``None``: no other live process runs it). A wait for a task running elsewhere
+        looks again then, so it ends about when the process is found dead, not later."""
+        return LIVENESS_POLL_SECONDS if await self.is_running_elsewhere(task_id) else None
 
     async def claim_orphan(self, task_id: str) -> bool:
         """No live process runs ``task_id`` and no other process is ending it: ``True`` means

@@ -42,7 +42,7 @@ from ..protocol.methods import OPERATIONS
 from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
-from .coordination import Coordination, SingleProcessCoordination
+from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
 from .ids import new_id
@@ -61,6 +61,12 @@ FOLLOW_UP_GRACE = 5.0
 REMOTE_CANCEL_WAIT = 10.0
 #: How long a retried blocking send waits for a task running elsewhere.
 SETTLE_WAIT = 300.0
+#: How long after a lease would lapse a wait for its task looks again (Redis expires keys to
+#: the millisecond; this is for the clocks of two processes).
+_LAPSE_MARGIN = 0.05
+#: When a wait for a task running elsewhere first looks whether it still runs, and looks again
+#: while another process is ending it.
+_LOOK_AGAIN = 0.25
 #: Ends a task whose process died (its record read again); whether it was still to be ended.
 OrphanEnd = Callable[[TaskRecord], Awaitable[bool]]
 #: The status message of tasks that were running when their server died.
@@ -517,9 +523,10 @@ class RequestHandler:
     ) -> TaskRecord:
         """Follow a task running elsewhere until it is terminal or interrupted (or time is up).
 
-        Every ``coordination.liveness_poll`` seconds (1 s with Redis) the wait checks that a
-        live process still runs the task; once none does (its replica died), ``orphaned`` ends
-        it here at once instead of waiting for the recovery of the dead replica's tasks.
+        While a live process runs it, the wait looks again when that process's lease would
+        lapse unless renewed (with Redis, every 2-3 s); once none runs it (its process died),
+        ``orphaned`` ends it here at once, not waiting for the recovery of the dead process's
+        tasks.
         """
         task_id = record.task.id
 
@@ -529,16 +536,27 @@ class RequestHandler:
 
         following = asyncio.ensure_future(follow())
         deadline = time.monotonic() + timeout
+        # The first look comes a moment later: a run that has just started elsewhere may have
+        # saved its task a moment before its lease was written.
+        pause = _LOOK_AGAIN
         try:
-            while not following.done():
+            while True:
                 left = deadline - time.monotonic()
                 if left <= 0:
                     break
-                await asyncio.wait([following], timeout=min(left, self.coordination.liveness_poll))
-                if following.done() or task_id in self._runs:
-                    continue
-                if await self._end_orphan(task_id, orphaned) is not None:
+                await asyncio.wait([following], timeout=min(left, pause))
+                if following.done() or time.monotonic() >= deadline:
                     break
+                if task_id in self._runs:  # a follow-up started here meanwhile: its run ends it
+                    pause = LIVENESS_POLL_SECONDS
+                    continue
+                lease = await self.coordination.lease_left(task_id)
+                if lease is not None:
+                    pause = lease + _LAPSE_MARGIN  # just after it would lapse, unless renewed
+                elif await self._end_orphan(task_id, orphaned) is not None:
+                    break
+                else:
+                    pause = _LOOK_AGAIN  # another process is ending it now
         finally:
             following.cancel()
             with contextlib.suppress(asyncio.CancelledError):

@@ -73,11 +73,15 @@ return {existed, dead}
 
 # Whether another live replica holds the task: {ns}:replica:* hashes are named from the
 # registry (a replica's hash is gone once it is dead). KEYS: registry. ARGV: own id, prefix, task.
+# Returns the holder's hash's time to live in ms (when it lapses unless renewed), -1 for none.
 _HELD_ELSEWHERE = """
 for _, replica in ipairs(redis.call('SMEMBERS', KEYS[1])) do
-  if replica ~= ARGV[1] and redis.call('HEXISTS', ARGV[2] .. replica, ARGV[3]) == 1 then return 1 end
+  local hash = ARGV[2] .. replica
+  if replica ~= ARGV[1] and redis.call('HEXISTS', hash, ARGV[3]) == 1 then
+    return math.max(0, redis.call('PTTL', hash))
+  end
 end
-return 0
+return -1
 """
 
 # KEYS: registry, claim. ARGV: own id, prefix, task, claim ttl in ms. 1: claimed.
@@ -117,7 +121,6 @@ class RedisCoordination(Coordination):
         self.ns = namespace
         self.lease_ttl = lease_ttl
         self.heartbeat = heartbeat
-        self.liveness_poll = heartbeat
         self.sweep_every = sweep_every
         self.replica_id = uuid.uuid4().hex
         self._registry = f"{namespace}:replicas"
@@ -231,8 +234,11 @@ class RedisCoordination(Coordination):
         self._recovering = asyncio.create_task(run(), name="a2a-recovery")
 
     async def is_running_elsewhere(self, task_id: str) -> bool:
-        held: Any = await self._held(keys=[self._registry], args=[self.replica_id, self._prefix, task_id])
-        return bool(held)
+        return await self.lease_left(task_id) is not None
+
+    async def lease_left(self, task_id: str) -> float | None:
+        left: Any = await self._held(keys=[self._registry], args=[self.replica_id, self._prefix, task_id])
+        return None if int(left) < 0 else int(left) / 1000
 
     async def claim_orphan(self, task_id: str) -> bool:
         claimed: Any = await self._claim(
