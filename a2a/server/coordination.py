@@ -6,7 +6,8 @@ a ``CancelTask`` may arrive at another replica, and a replica may die with tasks
 
 - ``request_cancel``: ask whichever process runs a task to cancel it;
 - ``run_started`` / ``run_finished``: this process holds (gives back) the task's lease;
-- ``is_running_elsewhere``: another live process holds the task's lease;
+- ``is_running_elsewhere``: another live process holds the task's lease (``lease_left``: and
+  when that lease lapses unless renewed, so a wait for the task looks again just then);
 - ``claim_orphan`` / ``release_orphan``: this process ends a task nobody runs any more (its
   process died), and no other process does the same at the same moment;
 - ``start(cancel=..., recover=...)``: listen for cancel requests, and call ``recover`` (mark

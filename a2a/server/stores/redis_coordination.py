@@ -19,6 +19,8 @@
 - Cancel: ``PUBLISH {ns}:cancel <taskId>`` when a live replica holds the task; every replica
   listens and cancels the task if it runs it.
 
+A replica that stops in good order deletes its hash and leaves the set at once.
+
 A replica whose event loop stalls longer than ``lease_ttl - heartbeat`` seconds (2 s) is taken
 for dead and its tasks are failed by another; when it comes back it says so in its log and
 takes its leases again.
@@ -294,10 +296,13 @@ class RedisCoordination(Coordination):
         self._background = []
         if self._writes:
             await asyncio.wait(set(self._writes), timeout=_WRITES_GRACE)
-        # Leaving in good order: the others need not wait for our hash to lapse.
+        # Leaving in good order: the others need not wait for our hash to lapse. If some run
+        # did not end (its agent ignored the cancel), we stay in the registry, so the next
+        # heartbeat of another replica finds us gone and fails that task at once.
         with contextlib.suppress(Exception):
             async with asyncio.timeout(_WRITES_GRACE):
                 pipe = self.redis.pipeline(transaction=True)
                 pipe.delete(self._own)
-                pipe.srem(self._registry, self.replica_id)
+                if not self._leases:
+                    pipe.srem(self._registry, self.replica_id)
                 await pipe.execute()
