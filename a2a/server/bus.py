@@ -42,6 +42,13 @@ class EventBus(abc.ABC):
     async def retained_from(self, task_id: str) -> int | None:
         """The lowest seq still available for a task (``None``: nothing retained)."""
 
+    async def last_published(self, task_id: str) -> int | None:
+        """The highest seq published for a task, if the bus knows it (``None``: it does not, or
+        nothing). A bus shared by processes answers it: a process that died may have published
+        events it had not saved (artifact chunks are saved in batches), and whoever ends its
+        task numbers the final event after them."""
+        return None
+
     @abc.abstractmethod
     async def close(self) -> None:
         """Followers finish; nothing more is published."""

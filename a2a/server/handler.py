@@ -14,6 +14,7 @@ import asyncio
 import contextlib
 import hashlib
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
@@ -41,7 +42,7 @@ from ..protocol.methods import OPERATIONS
 from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
-from .coordination import Coordination, SingleProcessCoordination
+from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
 from .ids import new_id
@@ -60,6 +61,14 @@ FOLLOW_UP_GRACE = 5.0
 REMOTE_CANCEL_WAIT = 10.0
 #: How long a retried blocking send waits for a task running elsewhere.
 SETTLE_WAIT = 300.0
+#: How long after a lease would lapse a wait for its task looks again (Redis expires keys to
+#: the millisecond; this is for the clocks of two processes).
+_LAPSE_MARGIN = 0.05
+#: When a wait for a task running elsewhere first looks whether it still runs, and looks again
+#: while another process is ending it.
+_LOOK_AGAIN = 0.25
+#: Ends a task whose process died (its record read again); whether it was still to be ended.
+OrphanEnd = Callable[[TaskRecord], Awaitable[bool]]
 #: The status message of tasks that were running when their server died.
 RESTART_NOTE = "Failed: the server restarted while this task was running; send the message again to retry"
 
@@ -309,7 +318,8 @@ class RequestHandler:
             return None, None
         state = record.task.status.state
         if not (state.is_terminal or state.is_interrupted):
-            record = await self._wait_settled(record)
+            # Running elsewhere: answered when it settles (or, if its replica died, at once).
+            record = await self._wait_settled(record, orphaned=self._fail_orphan)
         return None, record.task
 
     async def _task_for(self, message: t.Message, ctx: CallContext, tenant: str) -> TaskRecord | None:
@@ -490,11 +500,16 @@ class RequestHandler:
             await run.cancel()
             return snapshot(run.task)
         if not record.task.status.state.is_interrupted and await self.coordination.request_cancel(req.id):
-            # Another replica may be running it: it was asked to stop; wait to see the end.
-            record = await self._wait_settled(record, timeout=REMOTE_CANCEL_WAIT)
+            # A live replica runs it and was asked to stop: wait to see the end (if that replica
+            # dies meanwhile, the wait ends the task here as soon as the death is noticed).
+            record = await self._wait_settled(record, timeout=REMOTE_CANCEL_WAIT, orphaned=self._cancel_orphan)
             if record.task.status.state.is_terminal:
                 return snapshot(record.task)
-        await self._cancel_idle(record)
+        # Nobody runs it (it waits for input, or its replica died): it ends here, at once.
+        if await self._end_orphan(req.id, self._cancel_orphan) is None:
+            # A replica still runs it and did not stop within REMOTE_CANCEL_WAIT: overruled.
+            await self._cancel_idle(await self.store.get(req.id) or record)
+        record = await self.store.get(req.id) or record
         return snapshot(record.task)
 
     async def _cancel_requested(self, task_id: str) -> None:
@@ -503,13 +518,84 @@ class RequestHandler:
         if run is not None:
             await run.cancel()
 
-    async def _wait_settled(self, record: TaskRecord, timeout: float = SETTLE_WAIT) -> TaskRecord:
-        """Follow a task running elsewhere until it is terminal or interrupted (or time is up)."""
-        with contextlib.suppress(TimeoutError):
-            async with asyncio.timeout(timeout):
-                async for _ in self.bus.follow(record.task.id, record.last_seq + 1):
-                    pass
-        return await self.store.get(record.task.id) or record
+    async def _wait_settled(
+        self, record: TaskRecord, timeout: float = SETTLE_WAIT, *, orphaned: OrphanEnd
+    ) -> TaskRecord:
+        """Follow a task running elsewhere until it is terminal or interrupted (or time is up).
+
+        While a live process runs it, the wait looks again when that process's lease would
+        lapse unless renewed (with Redis, every 2-3 s); once none runs it (its process died),
+        ``orphaned`` ends it here at once, not waiting for the recovery of the dead process's
+        tasks.
+        """
+        task_id = record.task.id
+
+        async def follow() -> None:
+            async for _ in self.bus.follow(task_id, record.last_seq + 1):
+                pass
+
+        following = asyncio.ensure_future(follow())
+        deadline = time.monotonic() + timeout
+        # The first look comes a moment later: a run that has just started elsewhere may have
+        # saved its task a moment before its lease was written.
+        pause = _LOOK_AGAIN
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    break
+                await asyncio.wait([following], timeout=min(left, pause))
+                if following.done() or time.monotonic() >= deadline:
+                    break
+                if task_id in self._runs:  # a follow-up started here meanwhile: its run ends it
+                    pause = LIVENESS_POLL_SECONDS
+                    continue
+                lease = await self.coordination.lease_left(task_id)
+                if lease is not None:
+                    pause = lease + _LAPSE_MARGIN  # just after it would lapse, unless renewed
+                elif await self._end_orphan(task_id, orphaned) is not None:
+                    break
+                else:
+                    pause = _LOOK_AGAIN  # another process is ending it now
+        finally:
+            following.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await following
+        return await self.store.get(task_id) or record
+
+    async def _end_orphan(self, task_id: str, end: OrphanEnd) -> bool | None:
+        """End ``task_id`` with ``end`` if no live process runs it and no other process is
+        ending it (``None`` otherwise); whether ``end`` found it still to be ended."""
+        if not await self.coordination.claim_orphan(task_id):
+            return None
+        try:
+            # Read again once claimed: it may have moved on (or been ended) since it was read.
+            record = await self.store.get(task_id)
+            if record is None:
+                return False
+            # Its dead process may have published events it had not saved yet: the end follows them.
+            record.last_seq = max(record.last_seq, await self.bus.last_published(task_id) or 0)
+            return await end(record)
+        finally:
+            await self.coordination.release_orphan(task_id)
+
+    async def _fail_orphan(self, record: TaskRecord) -> bool:
+        """FAILED, as after a restart, if it is still SUBMITTED or WORKING."""
+        from .context import agent_message
+
+        state = record.task.status.state
+        if state.is_terminal or state.is_interrupted:
+            return False
+        note = agent_message(RESTART_NOTE, task_id=record.task.id, context_id=record.task.context_id)
+        await self._end_idle(record, t.TaskState.FAILED, note)
+        return True
+
+    async def _cancel_orphan(self, record: TaskRecord) -> bool:
+        """CANCELED, unless it has ended."""
+        if record.task.status.state.is_terminal:
+            return False
+        await self._cancel_idle(record)
+        return True
 
     async def _cancel_idle(self, record: TaskRecord) -> None:
         """Cancel a task no agent code is running for (e.g. waiting for input)."""
@@ -644,18 +730,13 @@ class RequestHandler:
     async def recover(self) -> int:
         """Mark FAILED the tasks a dead server left SUBMITTED or WORKING; returns how many.
 
-        Call once at start, before serving. Tasks waiting for input are left as they are: the
-        next message resumes them.
+        Called once at start, before serving, and by the coordination when another replica is
+        found dead. Tasks waiting for input are left as they are: the next message resumes them.
         """
-        from .context import agent_message
-
         count = 0
         for record in await self.store.unfinished():
-            if record.task.id in self._runs or await self.coordination.is_running_elsewhere(record.task.id):
-                continue
-            note = agent_message(RESTART_NOTE, task_id=record.task.id, context_id=record.task.context_id)
-            await self._end_idle(record, t.TaskState.FAILED, note)
-            count += 1
+            if record.task.id not in self._runs and await self._end_orphan(record.task.id, self._fail_orphan):
+                count += 1
         return count
 
 

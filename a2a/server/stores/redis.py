@@ -27,6 +27,7 @@ import redis.asyncio as aioredis
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
 from ..backend import Backend, BackendURL
+from ..coordination import RECOVERY_SWEEP_SECONDS
 from ..push.redis import RedisPushStore
 from ..store import (
     ACTIVE_STATES,
@@ -40,7 +41,7 @@ from ..store import (
     matches,
 )
 from .redis_bus import RedisEventBus
-from .redis_coordination import RedisCoordination
+from .redis_coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS, RedisCoordination
 
 __all__ = ["RedisTaskStore", "open_redis_backend"]
 
@@ -161,16 +162,25 @@ class RedisTaskStore(TaskStore):
             total += len([r for r in loaded if r is not None and matches(r, query)])
 
     async def unfinished(self) -> Sequence[TaskRecord]:
-        """Scans the namespace's task hashes (SCAN, not KEYS, so Redis is never blocked)."""
+        """Scans the namespace's task hashes (SCAN, not KEYS, so Redis is never blocked), a
+        page at a time: one round trip for the states of a page, one for its active tasks (a
+        recovery after a replica died waits for this scan)."""
         active = {state.value.encode() for state in ACTIVE_STATES}
         found: builtins.list[TaskRecord] = []
-        async for key in self.redis.scan_iter(match=f"{self.ns}:task:*", count=500):
-            state = await self.redis.hget(key, "state")
-            if state in active:
-                fields = await self.redis.hgetall(key)
-                if fields:
-                    found.append(self._record(fields))
-        return found
+        cursor: Any = 0
+        while True:
+            cursor, keys = await self.redis.scan(cursor, match=f"{self.ns}:task:*", count=500)
+            if keys:
+                states = self.redis.pipeline(transaction=False)
+                for key in keys:
+                    states.hget(key, "state")
+                loads = self.redis.pipeline(transaction=False)
+                for key, state in zip(keys, await states.execute(), strict=True):
+                    if state in active:
+                        loads.hgetall(key)
+                found.extend(self._record(fields) for fields in await loads.execute() if fields)
+            if not cursor:
+                return found
 
     def _message_key(self, key: tuple[str, str, str]) -> str:
         return f"{self.ns}:msg:{_h(*key)}"
@@ -202,12 +212,36 @@ class RedisTaskStore(TaskStore):
 def open_redis_backend(url: BackendURL) -> Backend:
     """``redis://host:port/db`` (``rediss://`` for TLS), ``?namespace=``: tasks, event streams,
     push configs and the replicas' coordination in one Redis, over one connection pool, every
-    key under the namespace. Replicas given the same URL behave as one service."""
+    key under the namespace. Replicas given the same URL behave as one service.
+
+    How fast a dead replica is noticed: ``?lease_ttl=`` (seconds a replica counts as alive
+    after its last heartbeat, 3), ``?heartbeat=`` (1) and ``?recovery_sweep=`` (the safety-net
+    sweep, 30); see ``redis_coordination``."""
     namespace = url.option("namespace", url.namespace)
+    timings = {
+        "lease_ttl": _seconds(url, "lease_ttl", LEASE_TTL_SECONDS),
+        "heartbeat": _seconds(url, "heartbeat", HEARTBEAT_SECONDS),
+        "sweep_every": _seconds(url, "recovery_sweep", RECOVERY_SWEEP_SECONDS),
+    }
     tasks = RedisTaskStore(url.without_query(), namespace=namespace)
+    try:
+        coordination = RedisCoordination(tasks.redis, namespace=namespace, **timings)
+    except ValueError as exc:
+        raise url.error(str(exc)) from None
     return Backend(
         tasks,
         RedisEventBus(tasks.redis, namespace=namespace),
         RedisPushStore(client=tasks.redis, namespace=namespace),
-        RedisCoordination(tasks.redis, namespace=namespace),
+        coordination,
     )
+
+
+def _seconds(url: BackendURL, name: str, default: float) -> float:
+    text = url.option(name, str(default))
+    try:
+        value = float(text)
+    except ValueError:
+        raise url.error(f"?{name}= must be a number of seconds, got {text!r}") from None
+    if not 0 < value < 86_400:
+        raise url.error(f"?{name}= must be between 0 and 86400 seconds, got {text!r}")
+    return value

@@ -79,5 +79,12 @@ class RedisEventBus(EventBus):
         entry_id = first[0][0]
         return int((entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)).partition("-")[2])
 
+    async def last_published(self, task_id: str) -> int | None:
+        last: Any = await self.redis.xrevrange(self._stream(task_id), "+", "-", count=1)
+        if not last:
+            return None
+        entry_id = last[0][0]
+        return int((entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)).partition("-")[2])
+
     async def close(self) -> None:
         self._closed = True
