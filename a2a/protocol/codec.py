@@ -20,6 +20,7 @@ import msgspec
 from msgspec import inspect as mi
 
 from ..errors import InvalidParamsError, ParseError
+from .nesting import NestingTooDeepError
 
 __all__ = ["convert_as", "decode_as", "decoder_for", "encode", "to_builtins"]
 
@@ -60,10 +61,14 @@ def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
         pass  # perhaps an enum number: normalise, then decode again
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
+    except RecursionError:  # the bindings measure the nesting first: a last guard, never a crash
+        raise NestingTooDeepError("JSON nested too deeply to decode") from None
     try:
         plain = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
+    except RecursionError:
+        raise NestingTooDeepError("JSON nested too deeply to decode") from None
     try:
         # Encoded again so that the typed decoder reads it exactly as it reads any body.
         schema = schema or _schemas.get(tp) or _schema_of(tp)
