@@ -2,12 +2,13 @@
 
     python benchmarks/fuzz_bindings.py [--count 20000] [--seed 1] [--bindings jsonrpc,rest,ws,stdio]
 
-Starts ``a2a serve examples/echo_agent.py:agent`` (its default SQLite store, in a temporary
-directory) and a stdio child (``--stdio``), then sends ``--count`` bodies per binding: valid
-requests of every operation mutated field by field (wrong types, missing and unknown fields,
-huge numbers, NUL characters, invalid UTF-8, lone surrogates, duplicate keys, deep nesting,
-out-of-range timestamps, oneof violations, enum numbers, proto field names) and whole-body
-malformations (batches, notifications, truncated, random bytes, envelope mistakes).
+Starts ``a2a serve examples/echo_agent.py:agent`` (as configured by default: a SQLite store, in
+a temporary directory, and push notifications on) and a stdio child (``--stdio``), then sends
+``--count`` bodies per binding: valid requests of every operation mutated field by field (wrong
+types, missing and unknown fields, huge numbers, NUL characters, invalid UTF-8, lone
+surrogates, duplicate keys, deep nesting, out-of-range timestamps, oneof violations, enum
+numbers, proto field names) and whole-body malformations (batches, notifications, truncated,
+random bytes, envelope mistakes).
 
 Counted per binding (each must be 0): server deaths, HTTP 5xx, -32603 answers, dropped
 connections, hangs (no answer within ``--wait`` seconds), and tracebacks in the server's log.
@@ -636,7 +637,7 @@ async def run(count: int, seed: int, bindings: list[str], wait: float) -> list[T
         base = f"http://127.0.0.1:{port}"
         log_path = Path(tmp) / "server.log"
         env = {**os.environ, "PYTHONPATH": str(REPO)}
-        argv = [sys.executable, "-m", "a2a.cli.main", "serve", AGENT, "--port", str(port), "--no-push"]
+        argv = [sys.executable, "-m", "a2a.cli.main", "serve", AGENT, "--port", str(port)]
         argv += ["--store", f"sqlite:///{tmp}/tasks.db"]
         with open(log_path, "wb") as log:  # noqa: ASYNC230 - once, before anything runs
             # Started once, before anything runs; its readiness is polled below.
@@ -688,7 +689,7 @@ async def _fuzz_ws(base: str, bodies: list[Case], wait: float) -> Tally:
 
 
 async def _fuzz_stdio(tmp: str, env: dict[str, str], bodies: list[Case], wait: float, task_id: str) -> Tally:
-    argv = [sys.executable, "-m", "a2a.cli.main", "serve", AGENT, "--stdio", "--no-push"]
+    argv = [sys.executable, "-m", "a2a.cli.main", "serve", AGENT, "--stdio"]
     stderr_path = Path(tmp) / "stdio.log"
     with open(stderr_path, "wb") as errors:  # noqa: ASYNC230 - once, before the child starts
         child = await asyncio.create_subprocess_exec(
