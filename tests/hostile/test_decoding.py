@@ -40,9 +40,10 @@ def _envelope(method: str, params: bytes, ident: bytes = b"{id}") -> bytes:
 def _nested_metadata(levels: int) -> bytes:
     """A SendMessage whose body nests exactly ``levels`` deep (envelope 1, params 2, message 3,
     metadata 4, then lists); with a proto (snake_case) field name, so that the codec's
-    normalising walker runs over it as well as msgspec."""
+    normalising walker runs over it as well as msgspec, and a task made of it (kept in the
+    store, encoded again in the answer's history)."""
     inner = b"[" * (levels - 4) + b"1" + b"]" * (levels - 4)
-    message = b'{"message_id":"m-deep-' + str(levels).encode() + b'","role":"ROLE_USER","parts":[{"text":"hi"}],'
+    message = b'{"message_id":"m-deep-' + str(levels).encode() + b'","role":"ROLE_USER","parts":[{"text":"stream:1"}],'
     return _envelope("SendMessage", b'{"message":' + message + b'"metadata":{"k":' + inner + b"}}}")
 
 
@@ -189,7 +190,8 @@ async def test_jsonrpc_http_depth_at_the_limit_is_served(server: A2AServer, capl
     assert server.url is not None
     async with aiohttp.ClientSession() as session:
         _, answer = await _post(session, server.url + "/a2a/jsonrpc", _nested_metadata(LIMIT).replace(b"{id}", b"1"))
-    assert "result" in answer, answer
+    history = answer["result"]["task"]["history"]
+    assert history[0]["metadata"]["k"] == json.loads(b"[" * (LIMIT - 4) + b"1" + b"]" * (LIMIT - 4))
     _no_traceback(caplog)
 
 
