@@ -31,6 +31,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -92,6 +93,8 @@ RAW_VALUES: list[bytes] = [
     b'"a\x00b"',  # a raw NUL (a control character JSON forbids)
     b'"a\\u0000b"',
     b'"\\u0000"',
+    _deep(40),  # within the limit wherever it lands: kept in the store, encoded in answers
+    _deep(58),
     _deep(63),
     _deep(64),
     _deep(65),
@@ -390,6 +393,8 @@ class Tally:
     internal_errors: int = 0
     dropped: int = 0
     hangs: int = 0
+    #: Streams ended (or failed) by another request's body on the same connection.
+    streams_cut: int = 0
     codes: Counter[str] = field(default_factory=Counter)
     examples: list[str] = field(default_factory=list)
 
@@ -399,12 +404,13 @@ class Tally:
 
     @property
     def failures(self) -> int:
-        return self.deaths + self.status_5xx + self.internal_errors + self.dropped + self.hangs
+        return self.deaths + self.status_5xx + self.internal_errors + self.dropped + self.hangs + self.streams_cut
 
     def line(self) -> str:
         return (
             f"{self.binding:8} bodies {self.sent:6}  deaths {self.deaths}  5xx {self.status_5xx}  "
             f"-32603 {self.internal_errors}  dropped {self.dropped}  hangs {self.hangs}"
+            + (f"  streams cut {self.streams_cut}" if self.binding in ("ws", "stdio") else "")
         )
 
 
@@ -556,10 +562,20 @@ class LineChannel(Channel):
         return line or None
 
 
+#: The id of a stream kept open on the connection for the whole run: no body may cut it.
+SENTINEL = "sentinel"
+
+
 async def fuzz_connection(binding: str, channel: Channel, bodies: list[Case], wait: float) -> Tally:
     """Each body, then a probe on the same connection; everything before the probe's answer
-    answers the body (a stream's later frames are read as they come)."""
+    answers the body (a stream's later frames are read as they come). Meanwhile a stream of a
+    working task stays open on the connection; at the end it must still be open, and end with
+    its end frame when canceled."""
     tally = Tally(binding)
+    message = {"messageId": f"m-{SENTINEL}-{uuid.uuid4().hex}", "role": "ROLE_USER", "parts": [{"text": "hold:3600"}]}
+    sentinel = {"jsonrpc": "2.0", "id": SENTINEL, "method": "SendStreamingMessage", "params": {"message": message}}
+    await channel.send(json.dumps(sentinel).encode())
+    sentinel_frame = f'"id":"{SENTINEL}"'.encode()
     for n, case in enumerate(bodies):
         tally.sent += 1
         probe = f"probe-{n}"
@@ -579,6 +595,11 @@ async def fuzz_connection(binding: str, channel: Channel, bodies: list[Case], wa
                         if b"-32001" not in frame:
                             tally.bad("probe", case, frame.decode("utf-8", "replace"))
                         break
+                    if sentinel_frame in frame:
+                        if b'"streamEnd"' in frame or b'"error"' in frame:
+                            tally.streams_cut += 1
+                            tally.bad("stream cut", case, frame.decode("utf-8", "replace"))
+                        continue
                     _count_answer(tally, case, frame)
         except TimeoutError:
             tally.hangs += 1
@@ -588,7 +609,27 @@ async def fuzz_connection(binding: str, channel: Channel, bodies: list[Case], wa
             tally.dropped += 1
             tally.bad("dropped", case, repr(exc))
             return tally
+    await _end_sentinel(channel, tally, wait)
     return tally
+
+
+async def _end_sentinel(channel: Channel, tally: Tally, wait: float) -> None:
+    """Cancel the sentinel stream: it must end with ``streamEnd`` ``canceled``."""
+    await channel.send(json.dumps({"jsonrpc": "2.0", "method": "$/cancel", "params": {"id": SENTINEL}}).encode())
+    ended = Case("$/cancel", b"", b"", "sentinel")
+    try:
+        async with asyncio.timeout(wait):
+            while (frame := await channel.receive()) is not None:
+                if f'"id":"{SENTINEL}"'.encode() in frame and b'"streamEnd"' in frame:
+                    if b'"canceled"' not in frame:
+                        tally.streams_cut += 1
+                        tally.bad("stream cut", ended, frame.decode("utf-8", "replace"))
+                    return
+            tally.dropped += 1
+            tally.bad("dropped", ended, "the connection ended")
+    except TimeoutError:
+        tally.hangs += 1
+        tally.bad("hang", ended, "the sentinel stream did not end when canceled")
 
 
 # ---- the servers -----------------------------------------------------------------------------
