@@ -78,7 +78,7 @@ class JsonRpcBinding:
                 raise
             except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
                 log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
-                raise InvalidRequestError(f"Request could not be decoded: {exc}") from None
+                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             request_id = call.id
             if call.method.streaming:
                 return await self._stream(request, call.id, call.method.name, call.params, ctx)

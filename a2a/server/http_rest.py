@@ -64,7 +64,7 @@ class RestBinding:
                 raise
             except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
                 log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
-                raise InvalidRequestError(f"Request could not be decoded: {exc}") from None
+                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             if spec.streaming:
                 return await self._stream(request, spec.name, params, ctx)
             result = await self.handler.call(spec.name, params, ctx)

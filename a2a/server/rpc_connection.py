@@ -157,7 +157,8 @@ class RpcConnection:
             await self._write(encode_error(None, ParseError("Message is not valid UTF-8")))
         except Exception as exc:  # noqa: BLE001 - no message may end the connection: answered, logged in one line
             log.warning("refused a message that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
-            await self._write(encode_error(None, InvalidRequestError(f"Message could not be decoded: {exc}")))
+            error = InvalidRequestError(f"Message could not be decoded: {str(exc)[:200]}")
+            await self._write(encode_error(None, error))
 
     async def _refused(self, message: bytes, exc: RequestError) -> None:
         """A message that is no A2A call: a connection-level call, an ignored notification, or an error."""
@@ -241,6 +242,9 @@ class RpcConnection:
             closing = encode_stream_end(request_id, END_CANCELED)
         except ProtocolError as exc:
             closing = encode_error(request_id, exc)
+        except Exception:  # a fault of ours: the stream still ends with a closing frame, never silence
+            log.exception("could not stream %s", call.method.name)
+            closing = encode_error(request_id, InternalError())
         finally:
             # From here on $/cancel cannot interrupt it: exactly one closing frame goes out.
             self._streams.discard(request_id)
