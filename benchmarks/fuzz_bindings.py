@@ -47,6 +47,10 @@ VERSION = {"A2A-Version": "1.0"}
 BINDINGS = ("jsonrpc", "rest", "ws", "stdio")
 #: aiohttp refuses a longer request line before any binding sees it (not this fuzzer's subject).
 MAX_URL = 8000
+#: The server's default message limit: a longer WebSocket message or stdio line ends the
+#: connection by design (close 1009 / exit 1, protocol.md §6), so none is sent there; over HTTP
+#: it is answered 413 like any request.
+MAX_MESSAGE = 4 * 1024 * 1024
 
 # ---- the bodies ------------------------------------------------------------------------------
 
@@ -578,6 +582,9 @@ async def fuzz_connection(binding: str, channel: Channel, bodies: list[Case], wa
     sentinel_frame = f'"id":"{SENTINEL}"'.encode()
     for n, case in enumerate(bodies):
         tally.sent += 1
+        if len(case.envelope) > MAX_MESSAGE:
+            tally.codes["not sent: over the message limit"] += 1
+            continue
         probe = f"probe-{n}"
         try:
             await channel.send(case.envelope.replace(b"{id}", f'"f-{n}"'.encode()))
