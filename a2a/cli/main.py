@@ -19,6 +19,7 @@ from urllib.parse import urlsplit
 from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import A2AError, ProtocolError
 from ..loader import AgentLoadError, load_agent
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
 from ..server.backend import default_store_url, open_backend
@@ -48,6 +49,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--public-url", help="the base URL clients should use, when behind a proxy")
     serve.add_argument(
         "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="largest request body (default 4 MiB)"
+    )
+    serve.add_argument(
+        "--max-json-depth",
+        type=int,
+        default=DEFAULT_MAX_JSON_DEPTH,
+        help=f"deepest nesting of objects and arrays in a request (default {DEFAULT_MAX_JSON_DEPTH})",
     )
     serve.add_argument(
         "--auth",
@@ -188,6 +195,7 @@ async def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         public_url=args.public_url,
         max_body_bytes=args.max_body_bytes,
+        max_json_depth=args.max_json_depth,
         tune_gc=True,  # this process only serves
     )
     store_url = args.store or default_store_url(agent.name, args.port)
@@ -222,7 +230,7 @@ async def _serve_stdio(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()
     agent = _load_agent(args.target, args.agent_options)
     backend = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
-    config = StdioConfig(max_line_bytes=args.max_body_bytes)
+    config = StdioConfig(max_line_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth)
     return await serve_stdio(
         agent,
         backend=backend,

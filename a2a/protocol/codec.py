@@ -19,7 +19,8 @@ from typing import Any, TypeVar
 import msgspec
 from msgspec import inspect as mi
 
-from ..errors import InvalidParamsError, ParseError
+from ..errors import InvalidParamsError, ParseError, ProtocolError
+from .nesting import NestingTooDeepError
 
 __all__ = ["convert_as", "decode_as", "decoder_for", "encode", "to_builtins"]
 
@@ -59,11 +60,15 @@ def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
     except msgspec.ValidationError:
         pass  # perhaps an enum number: normalise, then decode again
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
+        raise _undecodable(exc, what) from exc
+    except RecursionError:  # the bindings measure the nesting first: a last guard, never a crash
+        raise NestingTooDeepError("JSON nested too deeply to decode") from None
     try:
         plain = msgspec.json.decode(data)
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise ParseError(f"Request body is not valid JSON (UTF-8): {exc}") from exc
+        raise _undecodable(exc, what) from exc
+    except RecursionError:
+        raise NestingTooDeepError("JSON nested too deeply to decode") from None
     try:
         # Encoded again so that the typed decoder reads it exactly as it reads any body.
         schema = schema or _schemas.get(tp) or _schema_of(tp)
@@ -71,6 +76,14 @@ def decode_as(data: bytes | str, tp: type[T], *, what: str = "params") -> T:
         return normalised
     except msgspec.ValidationError as exc:
         raise InvalidParamsError(f"Invalid {what}: {exc}") from exc
+
+
+def _undecodable(exc: Exception, what: str) -> ProtocolError:
+    """Why msgspec could not decode a body: a number too large for any field (valid JSON, so a
+    wrong argument: -32602), else text that is not JSON or not UTF-8 (-32700)."""
+    if isinstance(exc, msgspec.DecodeError) and "out of range" in str(exc):
+        return InvalidParamsError(f"Invalid {what}: {exc}")
+    return ParseError(f"Request body is not valid JSON (UTF-8): {exc}")
 
 
 def convert_as(fields: Mapping[str, Any], tp: type[T], *, what: str = "params") -> T:

@@ -20,6 +20,7 @@ from ..errors import (
 )
 from .codec import decode_as, decoder_for, encode
 from .methods import METHODS, MethodSpec
+from .nesting import DEFAULT_MAX_JSON_DEPTH, NestingTooDeepError, check_depth, too_deep_id
 
 __all__ = [
     "Call",
@@ -47,31 +48,49 @@ class Call(msgspec.Struct, gc=False):
 
 
 class RequestError(Exception):
-    """A ``ProtocolError`` plus the request id it answers (``None`` when none could be read)."""
+    """A ``ProtocolError`` plus the request id it answers (``None`` when none could be read).
 
-    def __init__(self, error: ProtocolError, request_id: t.RequestId = None) -> None:
+    ``notification``: the request is a JSON object without ``id`` (a JSON-RPC notification),
+    which a connection never answers. ``decodable``: the body may be decoded again (e.g. as a
+    connection-level call); ``False`` when it nests too deeply to be decoded at all.
+    """
+
+    def __init__(
+        self,
+        error: ProtocolError,
+        request_id: t.RequestId = None,
+        *,
+        notification: bool = False,
+        decodable: bool = True,
+    ) -> None:
         super().__init__(error.message)
         self.error = error
         self.request_id = request_id
+        self.notification = notification
+        self.decodable = decodable
 
 
-def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) -> Call:
+def decode_call(
+    body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH
+) -> Call:
     """Decode and validate one request; raises ``RequestError`` with the id when it is known.
 
     ``methods``: the operations by method name (``methods.index`` of a table; the A2A ones).
+    ``max_depth``: the deepest nesting of objects and arrays accepted (measured first, so
+    that no decoder ever recurses deeper).
     """
-    try:
-        env = _envelope_decoder.decode(body if isinstance(body, bytes) else body.encode())
-    except msgspec.ValidationError as exc:
-        # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
-        raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {exc}")) from exc
-    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
-        raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from exc
+    data = body if isinstance(body, bytes) else body.encode()
+    env = _decode_envelope(data, max_depth)
     request_id = _valid_id(env.id)
+    notification = env.id is t.UNSET
     if env.jsonrpc != "2.0":
-        raise RequestError(InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id)
-    if env.id is t.UNSET or not (env.id is None or request_id is not None):
-        raise RequestError(InvalidRequestError('"id" must be a string or an integer'), request_id)
+        raise RequestError(
+            InvalidRequestError('"jsonrpc" must be exactly "2.0"'), request_id, notification=notification
+        )
+    if notification or not (env.id is None or request_id is not None):
+        raise RequestError(
+            InvalidRequestError('"id" must be a string or an integer'), request_id, notification=notification
+        )
     if not isinstance(env.method, str):
         raise RequestError(InvalidRequestError('"method" must be a string'), request_id)
     spec = methods.get(env.method)
@@ -93,18 +112,36 @@ def decode_call(body: bytes | str, methods: Mapping[str, MethodSpec] = METHODS) 
     return Call(request_id, spec, params, None if resume is t.UNSET else resume)
 
 
+def _decode_envelope(data: bytes, max_depth: int) -> t.JSONRPCRequest:
+    """The envelope (``params`` left raw), or ``RequestError``: too deep, not JSON, not an object."""
+    try:
+        check_depth(data, max_depth)
+    except NestingTooDeepError as exc:
+        raise RequestError(exc, too_deep_id(data), decodable=False) from None
+    try:
+        return _envelope_decoder.decode(data)
+    except msgspec.ValidationError as exc:
+        # Valid JSON of the wrong shape: an array (a batch, which A2A does not use) or a scalar.
+        what = "a batch (a JSON array) is not supported" if data.lstrip()[:1] == b"[" else str(exc)
+        raise RequestError(InvalidRequestError(f"Request must be one JSON-RPC 2.0 object: {what}")) from None
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise RequestError(ParseError(f"Request body is not valid JSON (UTF-8): {exc}")) from None
+    except RecursionError:  # not reached after the depth check: a last guard, never a crash
+        raise RequestError(NestingTooDeepError("JSON nested too deeply to decode"), decodable=False) from None
+
+
 def _valid_id(value: Any) -> t.RequestId:
     """An envelope's ``id`` when it is one a request may have (a string or an integer), else ``None``."""
     return value if isinstance(value, (str, int)) and not isinstance(value, bool) else None
 
 
-def request_id_of(body: bytes | str) -> t.RequestId:
+def request_id_of(body: bytes | str, *, max_depth: int = DEFAULT_MAX_JSON_DEPTH) -> t.RequestId:
     """The id of a request refused before it is decoded (its version, its credentials), to
     answer it with: ``None`` when the body is no JSON-RPC object or holds no valid id."""
     try:
-        env = _envelope_decoder.decode(body if isinstance(body, bytes) else body.encode())
-    except (msgspec.DecodeError, UnicodeDecodeError):  # ValidationError is a DecodeError
-        return None
+        env = _decode_envelope(body if isinstance(body, bytes) else body.encode(), max_depth)
+    except RequestError as exc:
+        return exc.request_id
     return _valid_id(env.id)
 
 

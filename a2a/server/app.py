@@ -32,6 +32,7 @@ from aiohttp.web_protocol import RequestHandler as HttpProtocol
 from ..protocol.card import CARD_PATH
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
@@ -64,6 +65,9 @@ class ServerConfig:
     #: The address clients should use (behind a proxy); by default the address we listen on.
     public_url: str | None = None
     max_body_bytes: int = DEFAULT_MAX_BODY_BYTES
+    #: Deepest nesting of objects and arrays in a request body or message, on every binding;
+    #: deeper: -32600 / HTTP 400, refused before it is decoded.
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     card_max_age: int = 300
     #: Seconds to let open requests finish on shutdown.
     shutdown_timeout: float = 5.0
@@ -226,8 +230,9 @@ class A2AServer:
         prefix an embedding application mounted the server at), bound to this server; and what
         to do, in order, to start and to stop."""
         limit = self.config.max_body_bytes
-        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit)
-        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH)
+        depth = self.config.max_json_depth
+        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, max_json_depth=depth)
+        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth)
         routes = [
             Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), frozenset({"GET", "HEAD"})),
             Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body),
@@ -240,7 +245,7 @@ class A2AServer:
         ws = self.config.websocket
         if ws.enabled:
             card = functools.partial(self._request_card, mount=mount)
-            binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit)
+            binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit, max_json_depth=depth)
             routes.append(Route(mount + ws.path, binding.handle, frozenset({"GET", "HEAD"}), errors=jsonrpc_error_body))
             # After the runs: the WebSocket connections flush those answers and close.
             hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))

@@ -767,8 +767,10 @@ def _normalize_timestamp(value: str | None) -> str | None:
 
     try:
         parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
-    except ValueError as exc:
-        raise InvalidParamsError(f"statusTimestampAfter {value!r} is not an ISO-8601 timestamp") from exc
-    if parsed.tzinfo is None:
-        parsed = parsed.replace(tzinfo=UTC)
-    return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+        if parsed.tzinfo is None:
+            parsed = parsed.replace(tzinfo=UTC)
+        # OverflowError: an instant that exists only in its own offset (9999-12-31T23:59-23:59
+        # is after year 9999 in UTC); ValueError: NUL bytes and other text fromisoformat refuses.
+        return parsed.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    except (ValueError, OverflowError) as exc:
+        raise InvalidParamsError(f"statusTimestampAfter {value!r} is not an ISO-8601 timestamp in range") from exc

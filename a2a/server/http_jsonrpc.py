@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import logging
+
 from aiohttp import web
 
-from ..errors import AuthenticationRequiredError, ProtocolError
+from ..errors import AuthenticationRequiredError, InternalError, InvalidRequestError, ProtocolError
 from ..protocol.codec import encode
 from ..protocol.jsonrpc import RequestError, decode_call, encode_error, encode_result, request_id_of
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..types import RequestId
 from .auth import Authenticator
 from .events import LoggedEvent
@@ -14,6 +17,8 @@ from .handler import CallContext, RequestHandler
 from .http_common import first_event, gate, read_body, write_sse
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
+
+log = logging.getLogger("a2a.server")
 
 JSON = "application/json"
 
@@ -24,10 +29,18 @@ def jsonrpc_error_body(error: ProtocolError) -> tuple[bytes, str]:
 
 
 class JsonRpcBinding:
-    def __init__(self, handler: RequestHandler, authenticator: Authenticator, max_body: int) -> None:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        authenticator: Authenticator,
+        max_body: int,
+        *,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+    ) -> None:
         self.handler = handler
         self.authenticator = authenticator
         self.max_body = max_body
+        self.max_json_depth = max_json_depth
 
     def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
@@ -46,19 +59,26 @@ class JsonRpcBinding:
         from its body when it can be (JSON-RPC 2.0 allows ``null`` only when it cannot); a body
         over the limit is not read."""
         try:
-            return request_id_of(await read_body(request, self.max_body))
+            return request_id_of(await read_body(request, self.max_body), max_depth=self.max_json_depth)
         except ProtocolError:
             return None
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
-        # Only protocol errors to catch: the handler turns any other exception into one.
+        # The handler raises only protocol errors; anything else here is a request no decoder
+        # expected (answered -32600) or a fault of ours (-32603): never an exception out of here.
         try:
             ctx = gate(request, self.authenticator)
         except ProtocolError as exc:
             return self._error(await self._refused_id(request), exc)
         request_id: RequestId = None
         try:
-            call = decode_call(await read_body(request, self.max_body))
+            try:
+                call = decode_call(await read_body(request, self.max_body), max_depth=self.max_json_depth)
+            except (RequestError, ProtocolError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
+                log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
+                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             request_id = call.id
             if call.method.streaming:
                 return await self._stream(request, call.id, call.method.name, call.params, ctx)
@@ -68,6 +88,11 @@ class JsonRpcBinding:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
             return self._error(request_id, exc)
+        except (ConnectionError, web.HTTPException):
+            raise
+        except Exception:  # a fault of ours: answered as such, with the request id
+            log.exception("could not answer a JSON-RPC request")
+            return self._error(request_id, InternalError())
 
     async def _stream(
         self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext

@@ -21,7 +21,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import InvalidRequestError, ParseError, ProtocolError, VersionNotSupportedError
+from ..errors import InternalError, InvalidRequestError, ParseError, ProtocolError, VersionNotSupportedError
 from ..protocol.codec import decode_as
 from ..protocol.connection import (
     CANCEL_METHOD,
@@ -42,6 +42,7 @@ from ..protocol.connection import (
     stream_prefix,
 )
 from ..protocol.jsonrpc import Call, RequestError, decode_call, encode_error, encode_result
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, UnsetType
 from .events import ends_stream
@@ -70,6 +71,8 @@ _UNWIND_TIMEOUT = 5.0
 class ConnectionLimits:
     max_message_bytes: int = 4 * 1024 * 1024
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Deepest nesting of objects and arrays in a message; deeper: -32600 (the connection goes on).
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
 
     def wire(self) -> Limits:
         return Limits(max_message_bytes=self.max_message_bytes, max_in_flight=self.max_in_flight)
@@ -134,22 +137,40 @@ class RpcConnection:
     # ---- incoming ----------------------------------------------------------------------
 
     async def receive(self, message: bytes) -> None:
-        """Handle one incoming message; returns once it is dispatched, not when it is answered."""
+        """Handle one incoming message; returns once it is dispatched, not when it is answered.
+
+        A bad message never ends the connection: it is answered with its JSON-RPC error (a
+        notification is not answered at all); only a broken limit raises ``ConnectionViolation``.
+        """
         if self._closed:
             return
         try:
-            call = decode_call(message)
-        except RequestError as exc:
-            control = decode_control(message)
-            if control is None:
-                await self._write(encode_error(exc.request_id, exc.error))
-            else:
-                await self._control(control)
-            return
+            try:
+                call = decode_call(message, max_depth=self.limits.max_json_depth)
+            except RequestError as exc:
+                await self._refused(message, exc)
+                return
+            await self._dispatch(call)
+        except ConnectionViolation:
+            raise
         except UnicodeDecodeError:
             await self._write(encode_error(None, ParseError("Message is not valid UTF-8")))
-            return
-        await self._dispatch(call)
+        except Exception as exc:  # noqa: BLE001 - no message may end the connection: answered, logged in one line
+            log.warning("refused a message that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
+            error = InvalidRequestError(f"Message could not be decoded: {str(exc)[:200]}")
+            await self._write(encode_error(None, error))
+
+    async def _refused(self, message: bytes, exc: RequestError) -> None:
+        """A message that is no A2A call: a connection-level call, an ignored notification, or an error."""
+        control = decode_control(message) if exc.decodable else None
+        if control is not None:
+            await self._control(control)
+        elif exc.notification:
+            # JSON-RPC 2.0: a notification is never answered, even when it is wrong. Every A2A
+            # operation has an answer, so one sent without an id is not run either.
+            log.warning("ignored a notification (a request without id): %s", exc.error.message)
+        else:
+            await self._write(encode_error(exc.request_id, exc.error))
 
     async def refuse(self, error: ProtocolError) -> None:
         """Answer a message the binding could not even read (e.g. a binary WebSocket frame)."""
@@ -201,6 +222,9 @@ class RpcConnection:
             body = encode_result(call.id, result)
         except ProtocolError as exc:
             body = encode_error(call.id, exc)
+        except Exception:  # a fault of ours: the caller still gets an answer, never silence
+            log.exception("could not answer %s", call.method.name)
+            body = encode_error(call.id, InternalError())
         await self._write(body)
 
     async def _stream(self, call: Call, ctx: CallContext) -> None:
@@ -218,6 +242,9 @@ class RpcConnection:
             closing = encode_stream_end(request_id, END_CANCELED)
         except ProtocolError as exc:
             closing = encode_error(request_id, exc)
+        except Exception:  # a fault of ours: the stream still ends with a closing frame, never silence
+            log.exception("could not stream %s", call.method.name)
+            closing = encode_error(request_id, InternalError())
         finally:
             # From here on $/cancel cannot interrupt it: exactly one closing frame goes out.
             self._streams.discard(request_id)

@@ -27,6 +27,7 @@ from multidict import CIMultiDict
 from ..errors import PayloadTooLargeError
 from ..protocol.connection import STDIO_BINDING
 from ..protocol.lines import LineDecoder, LineTooLongError, encode_line
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentInterface
 from .admission import admit
@@ -59,6 +60,8 @@ class StdioConfig:
     #: Longest request line; one more byte and the server answers the error and exits (status 1).
     max_line_bytes: int = 4 * 1024 * 1024
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Deepest nesting of objects and arrays in a request; deeper: -32600 (the process goes on).
+    max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     #: After end of stdin, how long requests in flight may finish before they are canceled.
     eof_grace: float = 1.0
 
@@ -304,7 +307,11 @@ async def serve_stdio(
         outbox.send,
         card=lambda: card,
         binding=STDIO_BINDING,
-        limits=ConnectionLimits(max_message_bytes=config.max_line_bytes, max_in_flight=config.max_in_flight),
+        limits=ConnectionLimits(
+            max_message_bytes=config.max_line_bytes,
+            max_in_flight=config.max_in_flight,
+            max_json_depth=config.max_json_depth,
+        ),
         admit=_admitter(authenticator),
     )
     watcher = None

@@ -18,6 +18,7 @@ from multidict import CIMultiDict
 
 from ..errors import AuthenticationRequiredError, InvalidRequestError, ProtocolError
 from ..protocol.connection import MAX_IN_FLIGHT_HEADER, MAX_MESSAGE_HEADER, WEBSOCKET_BINDING
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..types import AgentCard
 from .admission import admit
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
@@ -92,12 +93,16 @@ class WebSocketBinding:
         card: Callable[[web.BaseRequest], AgentCard],
         config: WebSocketConfig,
         max_body: int,
+        *,
+        max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
     ) -> None:
         self.handler = handler
         self.authenticator = authenticator
         self.config = config
         self.limits = ConnectionLimits(
-            max_message_bytes=config.max_message_bytes or max_body, max_in_flight=config.max_in_flight
+            max_message_bytes=config.max_message_bytes or max_body,
+            max_in_flight=config.max_in_flight,
+            max_json_depth=max_json_depth,
         )
         self._card = card
         self._live: dict[web.WebSocketResponse, RpcConnection] = {}
