@@ -185,10 +185,10 @@ class A2AServer:
             if self.handler.push is not None:
                 self.handler.push.on_attempt = self.metrics.push_delivered
             traced = self.handler.observer.tracing if self.handler.observer is not None else None
-            self.handler.observer = Observer(traced, self.metrics)
+            self.handler.observer = Observer(traced, self.metrics, agent=agent.name)
         elif self.config.access_log and self.handler.observer is None:
             # The access log names each request's operation and caller: the observer tells it.
-            self.handler.observer = Observer(None, None)
+            self.handler.observer = Observer(None, None, agent=agent.name)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url

@@ -50,13 +50,13 @@ class Health:
         card_url: Callable[[web.BaseRequest], str],
         links: dict[str, str],
         *,
-        timeout: float = READY_TIMEOUT,
+        timeout: float | None = None,
     ) -> None:
         self.handler = handler
         self._card = card
         self._card_url = card_url
         self._links = links
-        self.timeout = timeout
+        self.timeout = READY_TIMEOUT if timeout is None else timeout
         self.stopping = False
 
     async def stop(self) -> None:

@@ -54,9 +54,12 @@ class Observer:
     """Spans (``tracing``), metrics (``metrics``) and the access log's fields, at the handler's
     one exception boundary; any of the first two may be ``None``."""
 
-    def __init__(self, tracing: Tracing | None, metrics: Metrics | None, *, default_binding: str = "-") -> None:
+    def __init__(
+        self, tracing: Tracing | None, metrics: Metrics | None, *, agent: str = "", default_binding: str = "-"
+    ) -> None:
         self.tracing = tracing
         self.metrics = metrics
+        self.agent = agent
         self._default_binding = default_binding
 
     def _exchange(self, method: str, ctx: Any) -> str:
@@ -71,7 +74,7 @@ class Observer:
         return exchange.binding
 
     def _attributes(self, binding: str, ctx: Any) -> dict[str, str]:
-        attributes = {"a2a.binding": binding}
+        attributes = {"a2a.binding": binding, "a2a.agent": self.agent}
         if ctx.principal is not None:
             attributes["enduser.id"] = ctx.principal
         return attributes

@@ -42,7 +42,7 @@ def open_handler(
     )
     traced = tracing()  # None unless OpenTelemetry is installed: then no observer, no cost
     if traced is not None:
-        handler.observer = Observer(traced, None)
+        handler.observer = Observer(traced, None, agent=agent.name)
     return handler
 
 
