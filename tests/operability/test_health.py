@@ -40,6 +40,10 @@ async def server() -> AsyncIterator[A2AServer]:
         yield running
 
 
+def _http(server: A2AServer) -> httpx.AsyncClient:
+    return httpx.AsyncClient(base_url=server.url or "")
+
+
 def _version() -> str:
     import a2a
 
@@ -77,12 +81,12 @@ class _BrokenStore(InMemoryTaskStore):
 
 async def test_readiness_is_503_with_a_reason_when_the_store_fails() -> None:
     store = _BrokenStore(ConnectionRefusedError("Connection refused by 10.0.0.7:6379"))
-    async with A2AServer(_CountingAgent(), store=store, config=ServerConfig(port=0)) as server:
-        async with httpx.AsyncClient(base_url=server.url or "") as http:
-            ready = await http.get("/readyz")
-            live = await http.get("/healthz")
-            store.failure = None
-            recovered = await http.get("/readyz")
+    config = ServerConfig(port=0)
+    async with A2AServer(_CountingAgent(), store=store, config=config) as server, _http(server) as http:
+        ready = await http.get("/readyz")
+        live = await http.get("/healthz")
+        store.failure = None
+        recovered = await http.get("/readyz")
     assert ready.status_code == 503
     assert ready.json() == {
         "status": "unavailable",
@@ -94,9 +98,9 @@ async def test_readiness_is_503_with_a_reason_when_the_store_fails() -> None:
 
 async def test_readiness_is_503_when_the_store_does_not_answer_in_time(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(health_module, "READY_TIMEOUT", 0.2)
-    async with A2AServer(_CountingAgent(), store=_BrokenStore(hang=True), config=ServerConfig(port=0)) as server:
-        async with httpx.AsyncClient(base_url=server.url or "") as http:
-            ready = await asyncio.wait_for(http.get("/readyz"), WAIT)
+    store = _BrokenStore(hang=True)
+    async with A2AServer(_CountingAgent(), store=store, config=ServerConfig(port=0)) as server, _http(server) as http:
+        ready = await asyncio.wait_for(http.get("/readyz"), WAIT)
     assert ready.status_code == 503
     assert ready.json()["reason"] == "the task store did not answer within 0.2s"
 

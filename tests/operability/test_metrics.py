@@ -128,17 +128,17 @@ async def test_push_deliveries_are_counted() -> None:
     port = runner.addresses[0][1]
     try:
         config = ServerConfig(port=0, metrics=True)
-        async with A2AServer(_Held(), config=config, push=True, push_allow="127.0.0.0/8") as server:
-            async with A2AClient(server.url) as client:
-                task = await client.send("x", skill="hold", return_immediately=True)
-                await client.create_push_config(task.id, f"http://127.0.0.1:{port}/hook")
-                assert isinstance(server.agent, _Held)
-                server.agent.release.set()
-                for _ in range(200):
-                    samples = await _scrape(server)
-                    if samples.get('a2a_push_deliveries_total{outcome="delivered"}', 0) >= 1:
-                        break
-                    await asyncio.sleep(0.05)
+        server = A2AServer(_Held(), config=config, push=True, push_allow="127.0.0.0/8")
+        async with server, A2AClient(server.url) as client:
+            task = await client.send("x", skill="hold", return_immediately=True)
+            await client.create_push_config(task.id, f"http://127.0.0.1:{port}/hook")
+            assert isinstance(server.agent, _Held)
+            server.agent.release.set()
+            for _ in range(200):
+                samples = await _scrape(server)
+                if samples.get('a2a_push_deliveries_total{outcome="delivered"}', 0) >= 1:
+                    break
+                await asyncio.sleep(0.05)
     finally:
         await runner.cleanup()
     assert samples['a2a_push_deliveries_total{outcome="delivered"}'] >= 1
