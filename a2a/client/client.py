@@ -9,6 +9,7 @@ import shlex
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -260,7 +261,9 @@ class A2AClient:
             return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
 
     def _span_attributes(self) -> dict[str, str]:
-        attributes = {"server.address": self.url or ""}
+        # Where the agent is, without what a URL or a command line may hide (a password, a token).
+        target = urlsplit(self.url or "")
+        attributes = {"server.address": target.hostname or target.scheme or "in-process"}
         if self.interface is not None:
             attributes["a2a.binding"] = self.interface.protocol_binding
         return attributes

@@ -83,7 +83,8 @@ class ExchangeLayer:
         fields = {
             "remote": request.remote or "-",
             "http_method": request.method,
-            "path": request.path,
+            # Still percent-encoded: a "%0A" in a path cannot start a forged line.
+            "path": request.rel_url.raw_path,
             "status": status,
             "duration_ms": round(millis, 2),
             "operation": exchange.operation or "-",

@@ -85,6 +85,14 @@ async def test_credentials_never_reach_the_log(server: A2AServer, caplog: pytest
     assert SECRET not in everything
 
 
+async def test_a_path_cannot_forge_a_line(server: A2AServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with httpx.AsyncClient(base_url=server.url or "") as http:
+        await http.get("/x%0A127.0.0.1%20GET%20/forged%20200")
+    [line] = [r.getMessage() for r in _lines(caplog)]
+    assert "\n" not in line and "/x%0A127.0.0.1" in line
+
+
 async def test_off_means_no_line_and_no_access_layer(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="a2a.access")
     async with A2AServer(_agent(), config=ServerConfig(port=0)) as server:

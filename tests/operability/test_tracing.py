@@ -248,3 +248,11 @@ asyncio.run(main())
     done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "ok"
+
+
+def test_an_envelope_trace_context_that_is_no_string_is_ignored() -> None:
+    body = b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"},"traceparent":5,"tracestate":"a=b"}'
+    call = decode_call(body)
+    assert call.traceparent is None and call.params.id == "x"
+    plain = decode_call(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}')
+    assert plain.traceparent is None and plain.tracestate is None
