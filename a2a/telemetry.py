@@ -22,6 +22,8 @@ import os
 from collections.abc import AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
+from .errors import ProtocolError
+
 if TYPE_CHECKING:
     from opentelemetry.trace import Span
 
@@ -103,8 +105,14 @@ class Tracing:
     def detach(self, token: object) -> None:
         self._context.detach(token)  # type: ignore[arg-type]
 
-    def failed(self, span: Span, exc: BaseException) -> None:
-        """Mark ``span`` failed by ``exc`` (its type and message as an exception event)."""
+    def failed(self, span: Span, exc: BaseException, kind: str) -> None:
+        """Note on ``span`` the error that ended it. A client's span is failed by any error; a
+        server's only by its own fault (as OpenTelemetry's RPC conventions have it): a caller's
+        mistake (an unknown task, bad params: an A2A error below HTTP 500) is recorded, not an error."""
+        if isinstance(exc, ProtocolError):
+            span.set_attribute("a2a.error", exc.reason)
+            if kind == "server" and exc.http_status < 500:
+                return
         span.record_exception(exc)
         span.set_status(self._trace.Status(self._trace.StatusCode.ERROR, f"{type(exc).__name__}: {exc}"))
 
@@ -123,7 +131,7 @@ class Tracing:
         try:
             yield span
         except BaseException as exc:
-            self.failed(span, exc)
+            self.failed(span, exc, kind)
             raise
         finally:
             self._context.detach(token)
@@ -155,7 +163,7 @@ class Tracing:
                 yield item
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # the consumer stopped reading: no failure
-                self.failed(span, exc)
+                self.failed(span, exc, kind)
             raise
         finally:
             try:

@@ -184,11 +184,10 @@ class A2AServer:
             self.metrics.tasks.collect = lambda: [((state,), n) for state, n in self.handler.running_states().items()]
             if self.handler.push is not None:
                 self.handler.push.on_attempt = self.metrics.push_delivered
+        if self.metrics is not None or self.config.access_log:
+            # The observer counts each operation, and tells the access log its name and caller.
             traced = self.handler.observer.tracing if self.handler.observer is not None else None
             self.handler.observer = Observer(traced, self.metrics, agent=agent.name)
-        elif self.config.access_log and self.handler.observer is None:
-            # The access log names each request's operation and caller: the observer tells it.
-            self.handler.observer = Observer(None, None, agent=agent.name)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url

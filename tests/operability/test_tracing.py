@@ -25,7 +25,9 @@ from opentelemetry.sdk.trace.export.in_memory_span_exporter import InMemorySpanE
 
 from a2a import A2AClient, A2AServer, Agent, ServerConfig, telemetry
 from a2a import types as t
+from a2a.errors import InternalError
 from a2a.protocol.jsonrpc import decode_call
+from a2a.server.store import InMemoryTaskStore, TaskRecord
 from a2a.transport.multiplex import Multiplexer
 from tests.conformance.helpers import StdioTwin, open_stdio_twin
 
@@ -163,14 +165,37 @@ async def test_one_trace_from_the_client_through_a_to_b(spans: InMemorySpanExpor
 
 
 async def test_a_failed_operation_marks_its_span(spans: InMemorySpanExporter) -> None:
+    """The client's span fails; the server's records the reason but is no error of the server's
+    (OpenTelemetry's RPC conventions): the caller asked for a task that does not exist."""
     async with A2AServer(_agent_b(), config=ServerConfig(port=0)) as b:
         assert b.url is not None
         async with A2AClient(b.url) as client:
             with pytest.raises(Exception, match="not found"):
                 await client.get_task("no-such-task")
-    failed = [s for s in spans.get_finished_spans() if s.name == "a2a/GetTask"]
-    assert {s.kind for s in failed} == {trace.SpanKind.SERVER, trace.SpanKind.CLIENT}
-    assert all(s.status.status_code == trace.StatusCode.ERROR for s in failed)
+    failed = {s.kind: s for s in spans.get_finished_spans() if s.name == "a2a/GetTask"}
+    assert set(failed) == {trace.SpanKind.SERVER, trace.SpanKind.CLIENT}
+    assert failed[trace.SpanKind.CLIENT].status.status_code == trace.StatusCode.ERROR
+    assert failed[trace.SpanKind.SERVER].status.status_code == trace.StatusCode.UNSET
+    assert all((s.attributes or {}).get("a2a.error") == "TASK_NOT_FOUND" for s in failed.values())
+
+
+class _FaultyStore(InMemoryTaskStore):
+    async def get(self, task_id: str) -> TaskRecord | None:
+        if task_id == "boom":
+            raise RuntimeError("disk on fire")
+        return await super().get(task_id)
+
+
+async def test_a_server_fault_fails_the_server_span(spans: InMemorySpanExporter) -> None:
+    async with A2AServer(_agent_b(), store=_FaultyStore(), config=ServerConfig(port=0)) as server:
+        assert server.url is not None
+        async with A2AClient(server.url) as client:
+            with pytest.raises(InternalError):
+                await client.get_task("boom")
+    [span] = [s for s in spans.get_finished_spans() if s.kind == trace.SpanKind.SERVER and s.name == "a2a/GetTask"]
+    assert span.status.status_code == trace.StatusCode.ERROR
+    assert "RuntimeError: disk on fire" in (span.status.description or "")  # the cause, not the caller's view
+    assert [e.name for e in span.events] == ["exception"]
 
 
 async def test_the_envelope_carries_the_trace_context_on_connections(spans: InMemorySpanExporter) -> None:
