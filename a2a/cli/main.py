@@ -21,8 +21,10 @@ from ..errors import A2AError, ProtocolError
 from ..loader import AgentLoadError, load_agent
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
+from ..server.access_log import ACCESS_LOGGER
 from ..server.app import DEFAULT_MAX_BODY_BYTES
 from ..server.backend import default_store_url, open_backend
+from ..server.json_logs import JsonFormatter
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
@@ -84,6 +86,12 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
     )
+    # Operations: the access log (on by default), structured logs, metrics.
+    serve.add_argument("--no-access-log", action="store_true", help="no line per request on the logger a2a.access")
+    serve.add_argument(
+        "--log-format", choices=["text", "json"], default="text", help="json: one JSON object per log line"
+    )
+    serve.add_argument("--metrics", action="store_true", help="Prometheus metrics at GET /metrics")
 
     for name, help_text in [
         ("card", "show an agent's card"),
@@ -197,7 +205,12 @@ async def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         max_json_depth=args.max_json_depth,
         tune_gc=True,  # this process only serves
+        access_log=not args.no_access_log,
+        metrics=args.metrics,
     )
+    if config.access_log:
+        # At INFO whatever --log-level says: the access log is asked for by default.
+        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
     store_url = args.store or default_store_url(agent.name, args.port)
     backend = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
     server = A2AServer(
@@ -399,6 +412,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"a2a: unknown --log-level {args.log_level!r}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if getattr(args, "log_format", "text") == "json":
+        for handler in logging.getLogger().handlers:
+            handler.setFormatter(JsonFormatter())
     command = getattr(args, "func", None) or {"serve": _serve}.get(args.command, _client_command)
     try:
         return _run(command, args)

@@ -9,6 +9,7 @@ import shlex
 import uuid
 from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from typing import Any
+from urllib.parse import urlsplit
 
 import httpx
 
@@ -18,6 +19,7 @@ from ..metadata import SKILL_KEY
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
+from ..telemetry import tracing
 from ..transport.base import ClientTransport, StreamItem
 from ..transport.http import JsonRpcTransport, RestTransport
 from ..transport.multiplex import ConnectionTransport
@@ -184,6 +186,12 @@ class A2AClient:
         self._http = http_client or httpx.AsyncClient(headers=base_headers, timeout=timeout)
         if http_client is not None:
             self._http.headers.update(base_headers)
+        #: A span per call and the trace context on every request, when OpenTelemetry is installed.
+        self._tracing = tracing()
+        if self._tracing is not None:
+            hooks = self._http.event_hooks.setdefault("request", [])
+            if self._tracing.inject_httpx not in hooks:  # a shared http_client gets it once
+                hooks.append(self._tracing.inject_httpx)
         self._connect_lock = asyncio.Lock()
         self.interface: t.AgentInterface | None = None
 
@@ -247,9 +255,35 @@ class A2AClient:
         transport = await self.connect()
         spec = METHODS[method]
         per_call = self.timeout if timeout is None else timeout
-        return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
+        if self._tracing is None:
+            return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
+        with self._tracing.span(method, "client", self._span_attributes()):
+            return await self.retry.run(lambda: transport.call(spec, params, timeout=per_call), what=method)
 
-    async def _stream(
+    def _span_attributes(self) -> dict[str, str]:
+        # Where the agent is, without what a URL or a command line may hide (a password, a token).
+        target = urlsplit(self.url or "")
+        attributes = {"server.address": target.hostname or target.scheme or "in-process"}
+        if self.interface is not None:
+            attributes["a2a.binding"] = self.interface.protocol_binding
+        return attributes
+
+    def _stream(
+        self,
+        method: str,
+        params: Any,
+        timeout: float | None = None,
+        *,
+        position: _StreamPosition | None = None,
+        settle: bool = False,
+    ) -> AsyncIterator[StreamItem]:
+        """The stream ``_events`` gives, under a span for the whole stream when tracing is on."""
+        events = self._events(method, params, timeout, position=position, settle=settle)
+        if self._tracing is None:
+            return events
+        return self._tracing.stream(method, "client", self._span_attributes(), events)
+
+    async def _events(
         self,
         method: str,
         params: Any,

@@ -45,6 +45,9 @@ class Call(msgspec.Struct, gc=False):
     params: Any
     #: Resume a stream after this sequence number (the envelope's ``lastEventId``).
     last_event_id: int | None = None
+    #: The caller's W3C trace context (the envelope's ``traceparent`` and ``tracestate``).
+    traceparent: str | None = None
+    tracestate: str | None = None
 
 
 class RequestError(Exception):
@@ -109,7 +112,14 @@ def decode_call(
         params: Any = decode_as(raw, spec.request_type)
     except ProtocolError as exc:  # invalid params, or invalid UTF-8 inside them
         raise RequestError(exc, request_id) from exc
-    return Call(request_id, spec, params, None if resume is t.UNSET else resume)
+    resume = None if resume is t.UNSET else resume
+    if env.traceparent is t.UNSET:  # the usual case
+        return Call(request_id, spec, params, resume)
+    return Call(request_id, spec, params, resume, _text(env.traceparent), _text(env.tracestate))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _decode_envelope(data: bytes, max_depth: int) -> t.JSONRPCRequest:
@@ -167,10 +177,20 @@ class RequestIdCounter:
         return next(self._next)
 
 
-def encode_request(request_id: t.RequestId, method: str, params: Any, *, last_event_id: int | None = None) -> bytes:
+def encode_request(
+    request_id: t.RequestId,
+    method: str,
+    params: Any,
+    *,
+    last_event_id: int | None = None,
+    trace: dict[str, str] | None = None,
+) -> bytes:
+    """A request envelope; ``trace``: the W3C trace context members (``traceparent``, ``tracestate``)."""
     envelope: dict[str, Any] = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
     if last_event_id is not None:
         envelope["lastEventId"] = last_event_id
+    if trace:
+        envelope.update(trace)
     return encode(envelope)
 
 

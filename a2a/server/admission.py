@@ -7,6 +7,7 @@ from collections.abc import Mapping
 
 from ..errors import InvalidParamsError
 from ..protocol.version import EXTENSIONS_HEADER, VERSION_HEADER, check_version
+from ..telemetry import TRACEPARENT, TRACESTATE
 from .auth import Authenticator
 from .handler import CallContext
 
@@ -19,6 +20,7 @@ _ANONYMOUS = CallContext()
 
 def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: Authenticator) -> CallContext:
     """Check the protocol version and the credentials; the same code serves every binding.
+    The caller's W3C trace context (``traceparent``, ``tracestate``) is carried along.
 
     ``headers`` must look names up case-insensitively (aiohttp's headers, or a ``CIMultiDict``
     for service parameters that arrive another way, e.g. stdio's ``initialize``). The version
@@ -28,10 +30,12 @@ def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: A
     principal = authenticator.authenticate(headers)
     extensions = headers.get(EXTENSIONS_HEADER) or query.get(EXTENSIONS_HEADER)
     resume = headers.get(LAST_EVENT_ID_HEADER)
-    if principal is None and not extensions and resume is None:
+    traceparent = headers.get(TRACEPARENT)
+    if principal is None and not extensions and resume is None and traceparent is None:
         return _ANONYMOUS  # the common case: nothing to carry, and the context is immutable
     requested = frozenset(e.strip() for e in extensions.split(",") if e.strip()) if extensions else frozenset()
-    return CallContext(principal, requested, last_event_id(resume))
+    tracestate = headers.get(TRACESTATE) if traceparent is not None else None
+    return CallContext(principal, requested, last_event_id(resume), traceparent, tracestate)
 
 
 def last_event_id(value: str | None) -> int | None:

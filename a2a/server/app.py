@@ -15,6 +15,7 @@ dispatcher runs them in both settings.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import functools
 import gc
 import hashlib
@@ -35,13 +36,18 @@ from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, AgentInterface
+from .access_log import ExchangeLayer
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
+from .health import HEALTHZ_PATH, READYZ_PATH, Health
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
 from .http_rest import RestBinding, rest_error_body
+from .metrics import Metrics, TimedStore
+from .observe import Observer
 from .push import PushNotifier
 from .routing import Dispatcher, Middleware, Route
+from .server_header import ServedRequest, server_software, set_server_header
 from .serving import open_handler, served_card
 from .store import TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
@@ -52,6 +58,7 @@ log = logging.getLogger("a2a.server")
 
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
+METRICS_PATH = "/metrics"
 #: Request bodies above this are refused with 413 (configurable per server).
 DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 
@@ -78,6 +85,11 @@ class ServerConfig:
     tune_gc: bool = False
     #: The WebSocket binding (path, limits, keepalive); ``enabled=False`` leaves it out.
     websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
+    #: One line per request at INFO on the logger ``a2a.access`` (``a2a serve`` turns it on;
+    #: ``--no-access-log`` off). Off: requests do not pass through the access layer at all.
+    access_log: bool = False
+    #: Prometheus text at ``GET /metrics`` (``a2a serve --metrics``). Off: nothing is recorded.
+    metrics: bool = False
 
 
 @dataclass(frozen=True, slots=True)
@@ -165,9 +177,21 @@ class A2AServer:
         self.authenticator = auth if isinstance(auth, Authenticator) else Authenticator(list(auth))
         self.middlewares = tuple(middlewares)
         backend = backend or (Backend.in_memory() if store is None else Backend.around(store))
+        #: The server's metrics (``config.metrics``), else ``None``.
+        self.metrics = Metrics() if self.config.metrics else None
+        if self.metrics is not None:
+            backend = dataclasses.replace(backend, tasks=TimedStore(backend.tasks, self.metrics.store))
         self.handler = open_handler(
             agent, backend, push=push, push_allow=push_allow, authenticates=self.authenticator.enabled
         )
+        if self.metrics is not None:
+            self.metrics.tasks.collect = lambda: [((state,), n) for state, n in self.handler.running_states().items()]
+            if self.handler.push is not None:
+                self.handler.push.on_attempt = self.metrics.push_delivered
+        if self.metrics is not None or self.config.access_log:
+            # The observer counts each operation, and tells the access log its name and caller.
+            traced = self.handler.observer.tracing if self.handler.observer is not None else None
+            self.handler.observer = Observer(traced, self.metrics, agent=agent.name)
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url
@@ -233,25 +257,44 @@ class A2AServer:
         depth = self.config.max_json_depth
         jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, max_json_depth=depth)
         rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth)
+        get = frozenset({"GET", "HEAD"})
+        card = functools.partial(self._request_card, mount=mount)
+        links = {"health": mount + HEALTHZ_PATH, "ready": mount + READYZ_PATH}
+        if self.metrics is not None:
+            links["metrics"] = mount + METRICS_PATH
+        health = Health(self.handler, card, lambda request: self._base_url(request, mount) + CARD_PATH, links)
         routes = [
-            Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), frozenset({"GET", "HEAD"})),
+            Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), get),
             Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body),
             Route(mount + REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body),
+            # Operations: no credentials, never the agent.
+            Route(mount or "/", health.root, get),
+            Route(mount + HEALTHZ_PATH, health.live, get),
+            Route(mount + READYZ_PATH, health.ready, get),
         ]
+        if self.metrics is not None:
+            routes.append(Route(mount + METRICS_PATH, self.metrics.serve, get))
+        bindings = [(mount + JSONRPC_PATH, "JSONRPC"), (mount + REST_PATH + "/", "HTTP+JSON")]
         # Stop steps run before aiohttp waits for the open requests (``on_shutdown``, not a
-        # cleanup context): the runs end CANCELED first, so that streams and blocking sends
-        # are answered that at once instead of being cut off after ``shutdown_timeout``.
-        hooks: list[ShutdownHook] = [self.handler.shutdown]
+        # cleanup context): readiness says so first, then the runs end CANCELED, so that
+        # streams and blocking sends are answered that at once instead of being cut off after
+        # ``shutdown_timeout``.
+        hooks: list[ShutdownHook] = [health.stop, self.handler.shutdown]
         ws = self.config.websocket
         if ws.enabled:
-            card = functools.partial(self._request_card, mount=mount)
             binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit, max_json_depth=depth)
-            routes.append(Route(mount + ws.path, binding.handle, frozenset({"GET", "HEAD"}), errors=jsonrpc_error_body))
+            routes.append(Route(mount + ws.path, binding.handle, get, errors=jsonrpc_error_body))
+            bindings.append((mount + ws.path, "WEBSOCKET"))
             # After the runs: the WebSocket connections flush those answers and close.
             hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))
+        middlewares = self.middlewares
+        if self.config.access_log or self.metrics is not None:
+            # Outermost, so that the line and the status count include what the others answer.
+            layer = ExchangeLayer(bindings, access_log=self.config.access_log, metrics=self.metrics)
+            middlewares = (layer, *middlewares)
         # Before the first request: the handler listens to the other replicas, and tasks a
         # dead server left running end.
-        return _Serving(Dispatcher(routes, self.middlewares), self.handler.start, hooks)
+        return _Serving(Dispatcher(routes, middlewares), self.handler.start, hooks)
 
     def app(self) -> web.Application:
         """The server as an aiohttp application, to embed in a larger one (for example
@@ -261,6 +304,7 @@ class A2AServer:
         app = web.Application(client_max_size=self.config.max_body_bytes)
         route = app.router.add_route("*", _CATCH_ALL, _dispatch, expect_handler=_expect_in_dispatcher)
         app.on_startup.append(functools.partial(self._start_embedded, route.resource))
+        app.on_response_prepare.append(set_server_header)
         app.on_shutdown.append(_stop_embedded)
         return app
 
@@ -283,7 +327,7 @@ class A2AServer:
         ) -> web.Request:
             # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
             # A ``web.Request`` (an application's kind, without its match info) for middlewares.
-            return web.Request(message, payload, protocol, writer, task, loop, client_max_size=limit)
+            return ServedRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
         return make_request
 
@@ -308,7 +352,7 @@ class A2AServer:
         bound = runner.addresses[0]
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
         self.url = self.config.public_url or f"http://{shown}:{bound[1]}"
-        log.info("serving %r at %s", self.agent.name, self.url)
+        log.info("%s serving %r at %s", server_software(), self.agent.name, self.url)
         return self.url
 
     async def stop(self) -> None:

@@ -53,6 +53,11 @@ class EventBus(abc.ABC):
     async def close(self) -> None:
         """Followers finish; nothing more is published."""
 
+    async def ping(self) -> None:
+        """Raise if the bus cannot be reached (what ``GET /readyz`` asks). The default asks what
+        is retained of a stream that does not exist: one round trip to a shared bus."""
+        await self.retained_from("")
+
 
 class InMemoryEventBus(EventBus):
     """One process: an ``EventLog`` per task, kept ``retention`` seconds after the task ends

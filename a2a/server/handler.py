@@ -17,7 +17,7 @@ import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
 
@@ -48,6 +48,9 @@ from .execution import Run, now_iso, snapshot
 from .ids import new_id
 from .push import PushNotifier
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
+
+if TYPE_CHECKING:
+    from .observe import Observer
 
 __all__ = ["CallContext", "RequestHandler"]
 
@@ -81,6 +84,10 @@ class CallContext:
     extensions: frozenset[str] = field(default_factory=frozenset)
     #: The last event id the client saw (SSE ``Last-Event-ID``): resume after it.
     last_event_id: int | None = None
+    #: The caller's W3C trace context (HTTP headers, or the JSON-RPC envelope on WebSocket and
+    #: stdio): the operation's span continues the caller's trace.
+    traceparent: str | None = None
+    tracestate: str | None = None
 
     @property
     def owner(self) -> str:
@@ -158,6 +165,8 @@ class RequestHandler:
         self.push = push
         #: What the processes serving this agent tell each other (one process: nothing).
         self.coordination = coordination or SingleProcessCoordination()
+        #: Spans, metrics and the access log's fields for each operation (``None``: none of them).
+        self.observer: Observer | None = None
         self._runs: dict[str, Run] = {}
         #: Cancellations of runs whose only stream went away (held so they are not collected).
         self._cancelling: set[asyncio.Future[None]] = set()
@@ -174,6 +183,14 @@ class RequestHandler:
         """``capabilities.extendedAgentCard``: the agent offers one and callers can authenticate."""
         return self.agent.offers_extended_card and self.authenticates
 
+    def running_states(self) -> dict[str, int]:
+        """How many tasks this process is running, by state (for the metrics)."""
+        counts: dict[str, int] = {}
+        for run in self._runs.values():
+            state = run.task.status.state.value
+            counts[state] = counts.get(state, 0) + 1
+        return counts
+
     # ---- dispatch: the exception boundary ----------------------------------------------
 
     async def call(self, method: str, params: Any, ctx: CallContext) -> Any:
@@ -182,6 +199,8 @@ class RequestHandler:
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a unary method")
         try:
+            if self.observer is not None:
+                return await self.observer.call(method, ctx, handler, params)
             return await handler(params, ctx)
         except ProtocolError:
             raise
@@ -195,7 +214,8 @@ class RequestHandler:
             raise MethodNotFoundError(f"{method} is not a streaming method")
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
-        return _guarded(method, handler(params, ctx))
+        events = _guarded(method, handler(params, ctx))
+        return events if self.observer is None else self.observer.stream(method, ctx, events)
 
     # ---- SendMessage -------------------------------------------------------------------
 
@@ -412,6 +432,8 @@ class RequestHandler:
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
             self.coordination.run_finished(run.task_id)
+            if self.observer is not None:
+                self.observer.run_ended(run.task.status.state.value)
 
     def _check_request(self, req: t.SendMessageRequest, ctx: CallContext) -> None:
         config = req.configuration

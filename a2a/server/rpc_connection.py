@@ -197,9 +197,12 @@ class RpcConnection:
                     "wait for answers before sending more"
                 ),
             )
-        ctx = (
-            self.ctx if call.last_event_id is None else dataclasses.replace(self.ctx, last_event_id=call.last_event_id)
-        )
+        ctx = self.ctx
+        if call.last_event_id is not None:
+            ctx = dataclasses.replace(ctx, last_event_id=call.last_event_id)
+        if call.traceparent != ctx.traceparent:
+            # Each call's own trace context (its envelope's), not the connection's.
+            ctx = dataclasses.replace(ctx, traceparent=call.traceparent, tracestate=call.tracestate)
         run = self._stream(call, ctx) if call.method.streaming else self._unary(call, ctx)
         task = asyncio.get_running_loop().create_task(run, name=f"a2a-rpc-{call.method.name}-{request_id}")
         self._tasks[request_id] = task

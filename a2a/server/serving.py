@@ -7,11 +7,13 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from ..ssrf import OutboundPolicy
+from ..telemetry import tracing
 from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import Authenticator
 from .backend import Backend, BackendError
 from .handler import RequestHandler
+from .observe import Observer
 from .push import PushNotifier
 
 __all__ = ["open_handler", "served_card"]
@@ -30,7 +32,7 @@ def open_handler(
     what the tasks remember); webhooks to private addresses only where ``push_allow`` lists
     them. A ``PushNotifier`` may be given instead. ``authenticates``: the bindings check their
     callers' credentials (the extended agent card is served only then)."""
-    return RequestHandler(
+    handler = RequestHandler(
         agent,
         backend.tasks,
         backend.events,
@@ -38,6 +40,10 @@ def open_handler(
         backend.coordination,
         authenticates=authenticates,
     )
+    traced = tracing()  # None unless OpenTelemetry is installed: then no observer, no cost
+    if traced is not None:
+        handler.observer = Observer(traced, None, agent=agent.name)
+    return handler
 
 
 def _notifier(backend: Backend, push: PushNotifier | bool, allow: str | Sequence[str] | None) -> PushNotifier | None:

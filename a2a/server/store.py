@@ -139,6 +139,11 @@ class TaskStore(abc.ABC):
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         """Replace the idempotency record once the outcome is known."""
 
+    async def ping(self) -> None:
+        """Raise if the store cannot be reached (what ``GET /readyz`` asks). The default reads a
+        task that does not exist: one round trip to wherever the tasks live."""
+        await self.get("")
+
     async def close(self) -> None:  # noqa: B027  (optional hook: stores without resources skip it)
         """Release connections and files."""
 

@@ -31,6 +31,7 @@ from ..protocol.connection import (
 from ..protocol.jsonrpc import RequestIdCounter, decode_result, encode_request
 from ..protocol.lines import LineDecoder, LineTooLongError
 from ..protocol.methods import with_tenant  # the connection transports fill the tenant with it
+from ..telemetry import tracing
 from .base import ClientTransport, StreamItem
 
 __all__ = ["DEFAULT_MAX_IN_FLIGHT", "ConnectionTransport", "Multiplexer", "StreamEvent", "with_tenant"]
@@ -73,6 +74,8 @@ class Multiplexer:
         self._slots = asyncio.Semaphore(max_in_flight)
         self.max_in_flight = max_in_flight
         self.error: BaseException | None = None
+        #: Requests carry the caller's trace context in their envelope when tracing is on.
+        self._tracing = tracing()
 
     @property
     def alive(self) -> bool:
@@ -101,8 +104,9 @@ class Multiplexer:
             raise self.error
         request_id = self._ids()
         pending = self._pending[request_id] = _Pending(streaming)
+        trace = self._tracing.carrier() if self._tracing is not None else None
         try:
-            await self._send(encode_request(request_id, method, params, last_event_id=last_event_id))
+            await self._send(encode_request(request_id, method, params, last_event_id=last_event_id, trace=trace))
         except BaseException:
             self._finish(request_id)
             raise

@@ -23,6 +23,10 @@ class JSONRPCRequest(msgspec.Struct, omit_defaults=True, kw_only=True):
     #: a2a-net: resume a stream after this event sequence number (WebSocket and stdio; over
     #: HTTP the SSE ``Last-Event-ID`` header says the same).
     last_event_id: Any = msgspec.field(default=UNSET, name="lastEventId")
+    #: a2a-net: the caller's W3C trace context (WebSocket and stdio; over HTTP the headers of
+    #: the same names say it). Read as given: a value that is no string is ignored.
+    traceparent: Any = UNSET
+    tracestate: Any = UNSET
 
 
 class JSONRPCError(msgspec.Struct, omit_defaults=True, kw_only=True):

@@ -23,6 +23,7 @@ import re
 import ssl
 import time
 import uuid
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import httpx
@@ -161,6 +162,8 @@ class PushNotifier:
         self._slots = asyncio.Semaphore(self.policy.max_concurrency)
         self._sweeper: asyncio.Task[None] | None = None
         self._running = False
+        #: Told the outcome of every delivery attempt (``True``: delivered), e.g. for metrics.
+        self.on_attempt: Callable[[bool], None] | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -373,6 +376,8 @@ class PushNotifier:
                 if not await self._renew(key):
                     return
                 outcome = await self._attempt(item)
+            if self.on_attempt is not None:
+                self.on_attempt(outcome.delivered)
             if outcome.delivered:
                 await self.store.ack(*key, item.seq)
                 continue

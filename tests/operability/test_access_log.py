@@ -1,0 +1,152 @@
+"""The access log: one line per request, the operation and the caller, never a credential;
+JSON lines with ``--log-format json``; nothing at all when it is off."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+
+import aiohttp
+import httpx
+import pytest
+
+from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, ServerConfig
+from a2a.server.json_logs import JsonFormatter
+from tests.conftest import EXAMPLES
+
+SECRET = "tok-very-secret-123"
+
+
+def _agent() -> Agent:
+    agent = Agent("Logged", "is logged")
+
+    @agent.skill()
+    async def echo(text: str) -> str:
+        return text
+
+    return agent
+
+
+@pytest.fixture
+async def server() -> AsyncIterator[A2AServer]:
+    auth = [BearerAuth(credentials={SECRET: "alice"})]
+    config = ServerConfig(port=0, access_log=True)
+    config.websocket.allow_query_credentials = True
+    async with A2AServer(_agent(), auth=auth, config=config) as running:
+        yield running
+
+
+def _lines(caplog: pytest.LogCaptureFixture) -> list[logging.LogRecord]:
+    return [r for r in caplog.records if r.name == "a2a.access"]
+
+
+async def test_one_line_per_request_with_operation_status_and_principal(
+    server: A2AServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with A2AClient(server.url, credentials=BearerToken(SECRET)) as client:
+        task = await client.send("hi")
+        await client.get_task(task.id)
+    async with httpx.AsyncClient(base_url=server.url or "") as http:
+        await http.post(
+            "/a2a/jsonrpc", json={"jsonrpc": "2.0", "id": 1, "method": "GetTask"}, headers={"A2A-Version": "1.0"}
+        )
+        await http.get("/missing")
+    lines = _lines(caplog)
+    shown = [(r.http_method, r.path, r.status, r.operation, r.binding, r.principal) for r in lines]  # type: ignore[attr-defined]
+    assert shown == [
+        ("GET", "/.well-known/agent-card.json", 200, "-", "-", "-"),
+        ("POST", "/a2a/jsonrpc", 200, "SendMessage", "JSONRPC", "alice"),
+        ("POST", "/a2a/jsonrpc", 200, "GetTask", "JSONRPC", "alice"),
+        ("POST", "/a2a/jsonrpc", 401, "-", "JSONRPC", "-"),
+        ("GET", "/missing", 404, "-", "-", "-"),
+    ]
+    assert all(r.levelno == logging.INFO for r in lines)
+    assert all(isinstance(r.duration_ms, float) and r.duration_ms >= 0 for r in lines)  # type: ignore[attr-defined]
+    first = lines[1].getMessage()
+    assert first.startswith("127.0.0.1 POST /a2a/jsonrpc 200 ") and first.endswith(" SendMessage JSONRPC alice")
+
+
+async def test_credentials_never_reach_the_log(server: A2AServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    async with A2AClient(server.url, credentials=BearerToken(SECRET), binding="HTTP+JSON") as client:
+        await client.send("hi")
+    ws_url = (server.url or "").replace("http://", "ws://") + f"/a2a/ws?access_token={SECRET}&A2A-Version=1.0"
+    async with aiohttp.ClientSession() as session, session.ws_connect(ws_url) as ws:
+        await ws.close()
+    lines = _lines(caplog)
+    assert any(r.path == "/a2a/ws" and r.status == 101 and r.principal == "-" for r in lines)  # type: ignore[attr-defined]
+    assert any(r.operation == "SendMessage" and r.binding == "HTTP+JSON" for r in lines)  # type: ignore[attr-defined]
+    everything = caplog.text + "".join(JsonFormatter().format(r) for r in caplog.records)
+    assert SECRET not in everything
+
+
+async def test_a_path_cannot_forge_a_line(server: A2AServer, caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with httpx.AsyncClient(base_url=server.url or "") as http:
+        await http.get("/x%0A127.0.0.1%20GET%20/forged%20200")
+    [line] = [r.getMessage() for r in _lines(caplog)]
+    assert "\n" not in line and "/x%0A127.0.0.1" in line
+
+
+async def test_off_means_no_line_and_no_access_layer(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with A2AServer(_agent(), config=ServerConfig(port=0)) as server:
+        assert server._serving().dispatcher._chain is None  # no middleware: no per-request cost
+        assert server.handler.observer is None or server.handler.observer.tracing is not None
+        async with A2AClient(server.url) as client:
+            await client.send("hi")
+    assert _lines(caplog) == []
+
+
+def test_json_formatter_writes_one_object_with_the_fields() -> None:
+    record = logging.LogRecord("a2a.access", logging.INFO, __file__, 1, "%s %d", ("GET", 200), None)
+    record.status = 200
+    record.path = "/healthz"
+    try:
+        raise KeyError("zzz")
+    except KeyError:
+        record.exc_info = sys.exc_info()
+    entry = json.loads(JsonFormatter().format(record))
+    assert entry["logger"] == "a2a.access" and entry["level"] == "INFO" and entry["message"] == "GET 200"
+    assert entry["status"] == 200 and entry["path"] == "/healthz"
+    assert entry["exc_type"] == "KeyError" and "zzz" in entry["exc"]
+    assert entry["ts"].endswith("Z")
+
+
+def _serve(*flags: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONUNBUFFERED": "1"}
+    argv = [sys.executable, "-m", "a2a.cli.main", "serve", str(EXAMPLES / "echo_agent.py") + ":agent", "--port", "0"]
+    return subprocess.Popen([*argv, *flags], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+
+
+def _url_of(proc: subprocess.Popen[str]) -> str:
+    assert proc.stdout is not None
+    line = proc.stdout.readline()
+    return line.rsplit(" at ", 1)[1].strip()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [(), ("--log-format", "json"), ("--no-access-log",)])
+def test_a2a_serve_logs_access_by_default(flags: tuple[str, ...]) -> None:
+    proc = _serve(*flags)
+    try:
+        url = _url_of(proc)
+        assert httpx.get(url + "/healthz", timeout=10).status_code == 200
+    finally:
+        proc.terminate()
+        _, err = proc.communicate(timeout=20)
+    lines = [line for line in err.splitlines() if "/healthz" in line]
+    if "--no-access-log" in flags:
+        assert lines == []
+    elif "json" in flags:
+        assert len(lines) == 1
+        entry = json.loads(lines[0])
+        assert entry["logger"] == "a2a.access" and entry["status"] == 200 and entry["path"] == "/healthz"
+        assert all(json.loads(line) for line in err.splitlines() if line.strip())  # every line is JSON
+    else:
+        assert len(lines) == 1 and "a2a.access" in lines[0] and " GET /healthz 200 " in lines[0]
