@@ -81,6 +81,11 @@ class StreamView:
         if isinstance(payload, Task):
             self.task_id, self.context_id, self.state = payload.id, payload.context_id, payload.status.state
             self._line(f"task {payload.id}  {state_name(payload.status.state)}")
+            # A task that has moved on already (``a2a subscribe`` to a running or ended one): what it has.
+            if payload.status.message is not None and payload.status.state != TaskState.SUBMITTED:
+                self._line(" ".join(part_text(p) for p in payload.status.message.parts))
+            for artifact in payload.artifacts or []:
+                self._line("".join(part_text(p) for p in artifact.parts))
         elif isinstance(payload, TaskStatusUpdateEvent):
             self.task_id, self.context_id, self.state = payload.task_id, payload.context_id, payload.status.state
             parts = payload.status.message.parts if payload.status.message else []
