@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from .. import __version__
+from . import examples
 from .options import UsageError, client_options, unknown_option_message
 
 if TYPE_CHECKING:
@@ -114,6 +115,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     _serve_arguments(serve)
     client_options(sub)
+    examples.register(sub)
     _add_plugin_commands(sub)
     _accept_global_flags(sub.choices.values())
     return parser
