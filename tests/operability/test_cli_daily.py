@@ -15,6 +15,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -275,3 +276,63 @@ def test_global_flags_after_any_subcommand(agent: Server) -> None:
 
 if sys.platform == "win32":  # pragma: no cover - pseudo-terminals are POSIX
     pytest.skip("POSIX only", allow_module_level=True)
+
+
+# ---- the README's multi-skill agent and embedded server ----------------------------------------------
+
+
+def _readme_block(first_line: str) -> str:
+    """The README's fenced Python block that starts with ``first_line``."""
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    for block in text.split("```python\n")[1:]:
+        body = block.split("```", 1)[0]
+        if body.startswith(first_line):
+            return body
+    raise AssertionError(f"README.md has no Python block starting {first_line!r}")
+
+
+def test_the_readmes_multi_skill_agent_from_the_shell_and_from_python(tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(_readme_block("# shop.py"))
+    server = Server(f"{tmp_path}/shop.py:agent", "--port", "0").started()
+    try:
+        priced = run("send", server.url, "apple")
+        assert priced.code == 0 and "apple: 0.50 EUR" in priced.out, priced
+        unknown = run("send", server.url, "kiwi")
+        assert unknown.code == 1 and "KeyError: 'kiwi'" in unknown.out, unknown
+        ordered = run("send", server.url, "--skill", "order", "--data", '{"item": "pear", "quantity": 3}')
+        assert ordered.code == 0 and '"quantity":3' in ordered.out, ordered
+        counted = run("send", server.url, "5", "--skill", "count", "--stream")
+        assert counted.code == 0 and "1 2 3 4 5 " in counted.out.splitlines(), counted
+        client = _readme_block("import asyncio\n\nfrom a2a import A2AClient").replace(
+            "http://127.0.0.1:8000", server.url
+        )
+        (tmp_path / "client.py").write_text(client)
+        done = subprocess.run(
+            [PYTHON, "client.py"], cwd=tmp_path, env=_env(), capture_output=True, text=True, timeout=60, check=False
+        )
+        assert done.returncode == 0, done.stderr
+        assert "apple: 0.50 EUR" in done.stdout and "ordered" in done.stdout
+    finally:
+        assert server.stop() == 0
+
+
+def test_the_readmes_embedded_server_runs_until_ctrl_c(tmp_path: Path) -> None:
+    (tmp_path / "shop.py").write_text(_readme_block("# shop.py"))
+    (tmp_path / "embedded.py").write_text(_readme_block("# embedded.py").replace("port=8000", "port=0"))
+    proc = subprocess.Popen(
+        [PYTHON, "embedded.py"], cwd=tmp_path, env=_env(), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    assert proc.stdout is not None
+    try:
+        first = proc.stdout.readline()
+        assert first.startswith("serving at http://127.0.0.1:"), first
+        url = first.split()[2].rstrip(";")
+        assert run("send", url, "pear").out.strip().endswith("pear: 0.70 EUR")
+        proc.send_signal(signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.communicate(timeout=10)
+    assert proc.returncode == 0, err
+    assert "Traceback" not in err

@@ -117,8 +117,21 @@ def test_the_wheel_has_license_types_metadata_and_examples(wheel: Path) -> None:
 @pytest.mark.slow
 def test_the_installed_wheel_finds_its_examples_without_a_checkout(wheel: Path, tmp_path: Path) -> None:
     prefix = tmp_path / "prefix"
+    # --ignore-installed: without it pip uninstalls this environment's a2a-net first (its console script too).
     subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-index", "--prefix", str(prefix), str(wheel)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--ignore-installed",
+            "--no-deps",
+            "--no-index",
+            "--prefix",
+            str(prefix),
+            str(wheel),
+        ],
         check=True,
         capture_output=True,
         timeout=240,
