@@ -21,9 +21,10 @@ import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from types import ModuleType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .server.agent import Agent
+if TYPE_CHECKING:
+    from .server.agent import Agent
 
 __all__ = ["AgentLoadError", "load_agent", "load_object"]
 
@@ -39,6 +40,8 @@ def load_agent(
     as keyword arguments (an agent object takes none). An option the factory does not take is
     an error naming it and the closest one it does take, or of ``other_flags`` (the command's
     own flags, for one placed after the target with a typo: ``--prot`` for ``--port``)."""
+    from .server.agent import Agent  # here: importing the loader (for AgentLoadError) stays cheap
+
     obj = load_object(target)
     options = dict(factory_options or {})
     if isinstance(obj, Agent):

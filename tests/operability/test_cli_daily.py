@@ -336,3 +336,19 @@ def test_the_readmes_embedded_server_runs_until_ctrl_c(tmp_path: Path) -> None:
             proc.communicate(timeout=10)
     assert proc.returncode == 0, err
     assert "Traceback" not in err
+
+
+def test_help_and_client_commands_do_not_load_the_server() -> None:
+    """``a2a --help`` and ``a2a send`` never import aiohttp's server (a2a.server): the loader,
+    imported for its error type, loads it only to load an agent."""
+    for code in (
+        "from a2a.cli import main\n    with contextlib.suppress(SystemExit): main(['--help'])",
+        "from a2a.cli import main; main(['send', 'http://127.0.0.1:1', 'x', '--retries', '1'])",
+    ):
+        probe = (
+            f"import sys, contextlib, io\nwith contextlib.redirect_stdout(io.StringIO()):\n    {code}\n"
+            "print(' '.join(sorted(m for m in sys.modules if m.startswith(('a2a.server', 'aiohttp')))))"
+        )
+        done = subprocess.run([PYTHON, "-c", probe], cwd=ROOT, env=_env(), capture_output=True, text=True, check=False)
+        assert done.returncode == 0, done.stderr
+        assert done.stdout.split() == [], done.stdout
