@@ -242,11 +242,30 @@ class _OneLineErrors(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         if record.exc_info and record.exc_info[1] is not None and not logging.getLogger().isEnabledFor(logging.DEBUG):
             exc = record.exc_info[1]
-            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {str(exc).splitlines()[0] if str(exc) else ''}"
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {text}{_request_of(exc)}"
             record.args = None
             record.exc_info = None
             record.exc_text = None
         return True
+
+
+def _request_of(exc: BaseException) -> str:
+    """`` (POST http://…/chat/completions)`` when the error, or one it was raised from, carries
+    the HTTP request it was making (httpx's and the OpenAI client's errors do): the URL is
+    what a person needs to see to find the server that is down."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a bounded walk down the chain of causes
+        if seen is None:
+            break
+        try:
+            request = getattr(seen, "request", None)
+        except RuntimeError:  # httpx raises when an error has no request
+            request = None
+        if request is not None and getattr(request, "url", None) is not None:
+            return f" ({getattr(request, 'method', '')} {request.url})".replace("( ", "(")
+        seen = seen.__cause__ or seen.__context__
+    return ""
 
 
 async def run(args: argparse.Namespace) -> int:

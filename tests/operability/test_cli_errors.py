@@ -7,7 +7,9 @@ everywhere").
 from __future__ import annotations
 
 import os
+import socket
 import subprocess
+import threading
 from collections.abc import Iterator
 
 import pytest
@@ -153,3 +155,43 @@ def test_python_dash_m_a2a_reports_errors_the_same_way() -> None:
     )
     line = one_line(Result(proc.returncode, proc.stdout, proc.stderr), code=2)
     assert "70000" in line
+
+
+class _SlammingDoor:
+    """A TCP port that accepts each connection and closes it at once: a model endpoint that is
+    up at the start of a run and fails when it is called."""
+
+    def __init__(self) -> None:
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = int(self.sock.getsockname()[1])
+        self.done = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.done.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    def close(self) -> None:
+        self.done.set()
+        self.thread.join(timeout=5)
+        self.sock.close()
+
+
+def test_a_model_that_fails_during_the_run_is_one_log_line_naming_its_url() -> None:
+    door = _SlammingDoor()
+    echo = Server(ECHO, "--port", "0").started()
+    try:
+        url = f"http://127.0.0.1:{door.port}/v1"
+        env = _env(A2A_MODEL="some-model", A2A_MODEL_BASE_URL=url, A2A_MODEL_API_KEY="unused")
+        result = run("supervise", "say hello", "--batch", "--agent", echo.url, env=env, timeout=120)
+    finally:
+        assert echo.stop() == 0
+        door.close()
+    line = one_line(result, code=1)
+    assert "failed" in line and url in line, line
