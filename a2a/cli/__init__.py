@@ -10,7 +10,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-__all__ = ["main"]
+__all__ = ["main", "version_line"]
 
 
 def _asks_version(argv: Sequence[str]) -> bool:
@@ -21,6 +21,13 @@ def _asks_version(argv: Sequence[str]) -> bool:
         if not word.startswith("-"):
             return False
     return False
+
+
+def version_line() -> str:
+    """What ``a2a --version`` prints."""
+    import a2a
+
+    return f"a2a-net {a2a.__version__} (Python {sys.version.split()[0]})"
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -38,7 +45,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(lines[0], file=sys.stderr)
         return 2
     if _asks_version(words):
-        print(f"a2a-net {a2a.__version__} (Python {sys.version.split()[0]})")
+        print(version_line())
         return 0
     from .main import main as run
 

@@ -86,8 +86,8 @@ def _interactive(args: argparse.Namespace) -> bool:
     return not (args.json or args.no_prompt) and sys.stdin.isatty() and sys.stdout.isatty()
 
 
-async def _answer(question: str) -> str:
-    print(f"the agent asks: {question}" if question else "the agent asks for input", file=sys.stderr)
+async def _answer() -> str:
+    """The person's answer to the question just shown (with the task's status)."""
     try:
         return (await asyncio.to_thread(input, "your answer (empty to stop): ")).strip()
     except EOFError:
@@ -100,11 +100,6 @@ def _how_to_answer(args: argparse.Namespace, task_id: str) -> None:
         f'the task waits for input; answer with: a2a send {shlex.quote(args.url)} "..." --task-id {task_id}{flags}',
         file=sys.stderr,
     )
-
-
-def _question(result: Any) -> str:
-    message = getattr(getattr(result, "status", None), "message", None)
-    return " ".join(p.text for p in message.parts if isinstance(p.text, str)) if message is not None else ""
 
 
 async def _send(client: A2AClient, args: argparse.Namespace) -> int:
@@ -133,7 +128,7 @@ async def _send(client: A2AClient, args: argparse.Namespace) -> int:
         if not _interactive(args):
             _how_to_answer(args, task_id)
             return 0
-        text = await _answer(_question(result))
+        text = await _answer()
         if not text:
             _how_to_answer(args, task_id)
             return 0

@@ -19,8 +19,7 @@ from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
-from .. import __version__
-from . import examples
+from . import examples, version_line
 from .options import UsageError, client_options, unknown_option_message
 
 if TYPE_CHECKING:
@@ -105,7 +104,7 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = _Parser(prog="a2a", description="Serve A2A 1.0 agents and talk to them.")
-    parser.add_argument("-V", "--version", action="version", version=f"a2a-net {__version__}")
+    parser.add_argument("-V", "--version", action="version", version=version_line())
     parser.add_argument("--log-level", default="warning", help="debug, info, warning (default) or error")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
