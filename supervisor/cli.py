@@ -250,6 +250,17 @@ class _OneLineErrors(logging.Filter):
         return True
 
 
+def _missing_config(path: str | None) -> str | None:
+    """One line for a -c FILE that is not there; the README's examples/supervisor.yaml is
+    one command away in an install without a checkout."""
+    import os
+
+    if path is None or os.path.exists(path):
+        return None
+    hint = " (without a checkout, a2a examples --copy puts the examples in ./examples)" if "examples" in path else ""
+    return f"no such file: {path}{hint}"
+
+
 def _request_of(exc: BaseException) -> str:
     """`` (POST http://…/chat/completions)`` when the error, or one it was raised from, carries
     the HTTP request it was making (httpx's and the OpenAI client's errors do): the URL is
@@ -276,6 +287,10 @@ async def run(args: argparse.Namespace) -> int:
     err = sys.stderr
     if not args.objective and not args.resume:
         print("a2a supervise: give an objective, or --resume RUN_ID", file=err)
+        return USAGE_ERROR
+    missing = _missing_config(args.config)
+    if missing is not None:
+        print(f"a2a supervise: {missing}", file=err)
         return USAGE_ERROR
     try:
         config = _config(args)

@@ -11,6 +11,7 @@ import socket
 import subprocess
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -195,3 +196,17 @@ def test_a_model_that_fails_during_the_run_is_one_log_line_naming_its_url() -> N
         door.close()
     line = one_line(result, code=1)
     assert "failed" in line and url in line, line
+
+
+def test_a_missing_supervisor_config_is_one_line_with_where_to_get_the_examples(tmp_path: Path) -> None:
+    done = subprocess.run(
+        [A2A, "supervise", "hello", "-c", "examples/supervisor.yaml"],
+        cwd=tmp_path,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    line = one_line(Result(done.returncode, done.stdout, done.stderr), code=2)
+    assert "no such file: examples/supervisor.yaml" in line and "a2a examples --copy" in line
