@@ -8,7 +8,6 @@ so that an install without a checkout (``pip install a2a-net``) has them too.
 from __future__ import annotations
 
 import argparse
-import shutil
 from pathlib import Path
 from typing import Any
 
@@ -62,6 +61,8 @@ async def run(args: argparse.Namespace) -> int:
 
 
 def _examples(args: argparse.Namespace) -> int:
+    import shutil  # only here: every a2a command imports this module for its parser
+
     source = examples_dir()
     if source is None:
         raise UsageError("this install of a2a-net has no examples (reinstall it, or use a checkout)")
