@@ -225,6 +225,7 @@ async def _serve(args: argparse.Namespace) -> int:
         await server.stop()
         raise A2AError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
     except Exception as exc:  # the store (an unreachable Redis ...) or a start step of the agent
+        log.debug("start-up failed", exc_info=True)
         await server.stop()
         raise A2AError(
             f"cannot start serving {agent.name!r} (tasks in {_shown_store(store_url)}): {type(exc).__name__}: {exc}"
@@ -238,6 +239,7 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_stdio(args: argparse.Namespace) -> int:
+    from ..errors import A2AError
     from ..server.backend import open_backend
     from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
 
@@ -246,16 +248,25 @@ async def _serve_stdio(args: argparse.Namespace) -> int:
     agent = _load_agent(args.target, args.agent_options, args.serve_flags)
     backend = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
     config = StdioConfig(max_line_bytes=args.max_body_bytes)
-    return await serve_stdio(
-        agent,
-        backend=backend,
-        push=not args.no_push,  # on by default, as over HTTP
-        push_allow=args.push_allow,
-        auth=_auth(args),
-        config=config,
-        stdout_fd=out_fd,
-        stop=stop,
-    )
+    try:
+        return await serve_stdio(
+            agent,
+            backend=backend,
+            push=not args.no_push,  # on by default, as over HTTP
+            push_allow=args.push_allow,
+            auth=_auth(args),
+            config=config,
+            stdout_fd=out_fd,
+            stop=stop,
+        )
+    except A2AError:
+        raise
+    except Exception as exc:  # the store (an unreachable Redis ...): one line; the traceback at debug
+        log.debug("serving over stdio failed", exc_info=True)
+        store = _shown_store(args.store or "memory:")
+        raise A2AError(
+            f"cannot serve {agent.name!r} over stdio (tasks in {store}): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _stop_on_signals() -> asyncio.Event:

@@ -58,9 +58,11 @@ def test_unreachable_model_endpoint_is_one_line_naming_its_url() -> None:
 # ---- a2a serve ------------------------------------------------------------------------------------
 
 
-def test_unreachable_redis_is_one_line_naming_the_store() -> None:
+@pytest.mark.parametrize("binding", ["http", "stdio"])
+def test_unreachable_redis_is_one_line_naming_the_store(binding: str) -> None:
     store = f"redis://127.0.0.1:{_closed_port()}"
-    line = one_line(run("serve", ECHO, "--port", "0", "--store", store), code=1)
+    where = ["--port", "0"] if binding == "http" else ["--stdio"]
+    line = one_line(run("serve", ECHO, *where, "--store", store), code=1)
     assert line.startswith("a2a: ") and store in line
 
 
