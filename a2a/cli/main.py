@@ -13,6 +13,7 @@ import argparse
 import asyncio
 import logging
 import os
+import re
 import signal
 import sys
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -20,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from . import examples, version_line
-from .options import UsageError, client_options, unknown_option_message
+from .options import UsageError, client_options, closest, unknown_option_message
 
 if TYPE_CHECKING:
     from ..server import Agent, ApiKeyAuth, BearerAuth
@@ -38,7 +39,20 @@ class _Parser(argparse.ArgumentParser):
     """argparse, with a usage error in one line (argparse prints the usage first)."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(2, f"{self.prog}: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: {_with_hint(message)} (see {self.prog} --help)\n")
+
+
+def _with_hint(message: str) -> str:
+    """argparse's "invalid choice: 'sned' (choose from ...)" says which one was meant, shortly."""
+    found = re.match(r"(argument [^:]+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if found is None:
+        return message
+    where, word, listed = found.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    best = closest(word, choices)
+    return f"{where}: unknown {word!r}" + (
+        f" (did you mean {best}?)" if best else f"; use one of: {', '.join(choices)}"
+    )
 
 
 # ---- flag types: refused at parse time, in one line ----------------------------------------

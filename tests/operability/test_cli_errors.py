@@ -212,3 +212,8 @@ def test_a_missing_supervisor_config_is_one_line_with_where_to_get_the_examples(
     )
     line = one_line(Result(done.returncode, done.stdout, done.stderr), code=2)
     assert "no such file: examples/supervisor.yaml" in line and "a2a examples --copy" in line
+
+
+def test_a_misspelt_command_is_suggested() -> None:
+    line = one_line(run("sned", "http://127.0.0.1:1", "hi"), code=2)
+    assert "unknown 'sned' (did you mean send?)" in line
