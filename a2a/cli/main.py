@@ -310,12 +310,16 @@ def _shown_store(url: str) -> str:
 
 
 def _run(coro_fn: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
-    try:
-        import uvloop
+    # uvloop pays for a server (and a supervisor's many streams); a client command makes a call
+    # or two, and starts sooner without importing it.
+    if args.command not in CLIENT_COMMANDS:
+        try:
+            import uvloop
 
-        return uvloop.run(coro_fn(args))  # type: ignore[arg-type]
-    except ImportError:
-        return asyncio.run(coro_fn(args))  # type: ignore[arg-type]
+            return uvloop.run(coro_fn(args))  # type: ignore[arg-type]
+        except ImportError:
+            pass
+    return asyncio.run(coro_fn(args))  # type: ignore[arg-type]
 
 
 def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
@@ -334,8 +338,10 @@ def _quiet_broken_pipe() -> int:
     return 141  # 128 + SIGPIPE, what a shell reports for a program ended by a broken pipe
 
 
+#: The commands that talk to an agent.
+CLIENT_COMMANDS = frozenset({"card", "send", "get", "list", "cancel", "subscribe", "push"})
 #: The commands defined here (every other one comes from a plugin).
-BUILT_IN = frozenset({"serve", "card", "send", "get", "list", "cancel", "subscribe", "push", "examples"})
+BUILT_IN = CLIENT_COMMANDS | {"serve", "examples"}
 
 
 def _command_word(words: Sequence[str]) -> str | None:
