@@ -20,11 +20,49 @@ Call one::
         reply = await client.send("world")
 """
 
-from . import errors, types
-from .client import A2AClient, ApiKey, BearerToken, RetryBudget, RetryPolicy
-from .server import A2AServer, Agent, ApiKeyAuth, BearerAuth, RequestContext, ServerConfig
+import importlib
+from typing import TYPE_CHECKING, Any
 
+from ._clash import warn_of_clashes
+
+if TYPE_CHECKING:
+    from . import errors, types
+    from .client import A2AClient, ApiKey, BearerToken, RetryBudget, RetryPolicy
+    from .server import A2AServer, Agent, ApiKeyAuth, BearerAuth, RequestContext, ServerConfig
+
+#: The one version of the package (pyproject.toml reads it from here).
 __version__ = "0.1.0"
+
+#: Marks this package as a2a-net's ``a2a`` (the reference SDK uses the same import name).
+__a2a_net__ = True
+
+#: Where each public name lives. Each module is imported on first use, so that ``a2a --version``
+#: and ``import a2a.types`` do not pay for aiohttp and httpx.
+_HOMES = {
+    "A2AClient": ".client",
+    "ApiKey": ".client",
+    "BearerToken": ".client",
+    "RetryBudget": ".client",
+    "RetryPolicy": ".client",
+    "A2AServer": ".server",
+    "Agent": ".server",
+    "ApiKeyAuth": ".server",
+    "BearerAuth": ".server",
+    "RequestContext": ".server",
+    "ServerConfig": ".server",
+}
+
+
+def __getattr__(name: str) -> Any:
+    if name in ("errors", "types"):
+        value: Any = importlib.import_module(f".{name}", __name__)
+    elif name in _HOMES:
+        value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "A2AClient",
@@ -42,3 +80,5 @@ __all__ = [
     "errors",
     "types",
 ]
+
+warn_of_clashes()

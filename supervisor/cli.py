@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import logging
 import signal
 import sys
 from collections.abc import Callable, Sequence
@@ -191,6 +192,93 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
     return view.finished.status if view.finished else status
 
 
+#: Where the OpenAI client sends requests when no base URL is configured.
+DEFAULT_MODEL_URL = "https://api.openai.com/v1"
+#: How long the model endpoint gets to accept a connection before the run starts.
+MODEL_CONNECT_TIMEOUT = 5.0
+
+
+async def _unreachable_model(config: SupervisorConfig) -> str | None:
+    """One line when the model endpoint does not accept connections, else ``None``.
+
+    The classic first failure ("the local model server is not running") otherwise surfaces
+    deep in the first model call, after the agents were discovered. A TCP connect to the
+    endpoint's host and port finds it at once; what the endpoint then answers is the run's
+    business.
+    """
+    import os
+    from urllib.parse import urlsplit
+
+    from .config import ModelConfig
+
+    settings = config.supervisor
+    model = None if settings.offline else (settings.model or ModelConfig.from_env())
+    if model is None:
+        return None
+    url = model.base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_MODEL_URL
+    parts = urlsplit(url)
+    host = parts.hostname
+    if host is None:
+        return f"the model endpoint {url!r} is not a URL (supervisor.model.base_url or $A2A_MODEL_BASE_URL)"
+    try:
+        port = parts.port or (443 if parts.scheme == "https" else 80)
+    except ValueError:
+        return f"the model endpoint {url!r} has a bad port"
+    try:
+        _, writer = await asyncio.wait_for(asyncio.open_connection(host, port), MODEL_CONNECT_TIMEOUT)
+    except (OSError, TimeoutError) as exc:
+        reason = "no answer" if isinstance(exc, TimeoutError) else (exc.strerror or str(exc) or type(exc).__name__)
+        return f"the model endpoint {url} cannot be reached ({reason}); is the model server running?"
+    writer.close()
+    with contextlib.suppress(OSError):
+        await writer.wait_closed()
+    return None
+
+
+class _OneLineErrors(logging.Filter):
+    """The supervisor's logged failures in one line each (type and message, no traceback),
+    unless the log level is debug: a person at a terminal reads the line, a developer asks for more."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.exc_info and record.exc_info[1] is not None and not logging.getLogger().isEnabledFor(logging.DEBUG):
+            exc = record.exc_info[1]
+            text = str(exc).splitlines()[0] if str(exc) else ""
+            record.msg = f"{record.getMessage()}: {type(exc).__name__}: {text}{_request_of(exc)}"
+            record.args = None
+            record.exc_info = None
+            record.exc_text = None
+        return True
+
+
+def _missing_config(path: str | None) -> str | None:
+    """One line for a -c FILE that is not there; the README's examples/supervisor.yaml is
+    one command away in an install without a checkout."""
+    import os
+
+    if path is None or os.path.exists(path):
+        return None
+    hint = " (without a checkout, a2a examples --copy puts the examples in ./examples)" if "examples" in path else ""
+    return f"no such file: {path}{hint}"
+
+
+def _request_of(exc: BaseException) -> str:
+    """`` (POST http://…/chat/completions)`` when the error, or one it was raised from, carries
+    the HTTP request it was making (httpx's and the OpenAI client's errors do): the URL is
+    what a person needs to see to find the server that is down."""
+    seen: BaseException | None = exc
+    for _ in range(8):  # a bounded walk down the chain of causes
+        if seen is None:
+            break
+        try:
+            request = getattr(seen, "request", None)
+        except RuntimeError:  # httpx raises when an error has no request
+            request = None
+        if request is not None and getattr(request, "url", None) is not None:
+            return f" ({getattr(request, 'method', '')} {request.url})".replace("( ", "(")
+        seen = seen.__cause__ or seen.__context__
+    return ""
+
+
 async def run(args: argparse.Namespace) -> int:
     """The ``supervise`` command; returns the exit status."""
     from .config import ConfigError
@@ -200,12 +288,20 @@ async def run(args: argparse.Namespace) -> int:
     if not args.objective and not args.resume:
         print("a2a supervise: give an objective, or --resume RUN_ID", file=err)
         return USAGE_ERROR
+    missing = _missing_config(args.config)
+    if missing is not None:
+        print(f"a2a supervise: {missing}", file=err)
+        return USAGE_ERROR
     try:
         config = _config(args)
         supervisor = Supervisor(args.agent, config=config)
     except (ConfigError, ValueError) as exc:
         print(f"a2a supervise: {exc}", file=err)
         return USAGE_ERROR
+    unreachable = await _unreachable_model(config)
+    if unreachable is not None:
+        print(f"a2a supervise: {unreachable}", file=err)
+        return 1
     interactive = args.interactive
     if interactive is None:
         interactive = config.supervisor.interactive
@@ -213,6 +309,9 @@ async def run(args: argparse.Namespace) -> int:
         interactive = sys.stdin.isatty() and not args.json
     interrupts = _Interrupts(supervisor)
     installed = interrupts.install()
+    one_line = _OneLineErrors()
+    for handler in logging.getLogger().handlers:
+        handler.addFilter(one_line)
     try:
         async with supervisor:
             events = (
@@ -227,6 +326,8 @@ async def run(args: argparse.Namespace) -> int:
     except asyncio.CancelledError:
         return 130
     finally:
+        for handler in logging.getLogger().handlers:
+            handler.removeFilter(one_line)
         loop = asyncio.get_running_loop()
         for sig in installed:
             loop.remove_signal_handler(sig)

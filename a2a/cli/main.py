@@ -2,53 +2,90 @@
 
 Every failure is one line on stderr and a non-zero exit: 1 for an error from the agent or
 the network, 2 for a usage error, 130 when interrupted.
+
+Only what a subcommand needs is imported, when it runs: ``a2a send`` never loads the server,
+``a2a serve`` never loads httpx's client, and neither loads LangGraph.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
+import os
+import re
 import signal
 import sys
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
-from ..client import A2AClient, RetryPolicy, credentials_from_env
-from ..errors import A2AError, ProtocolError
-from ..loader import AgentLoadError, load_agent
-from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
-from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
-from ..server.access_log import ACCESS_LOGGER
-from ..server.app import DEFAULT_MAX_BODY_BYTES
-from ..server.backend import default_store_url, open_backend
-from ..server.json_logs import JsonFormatter
-from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
-from ..transport.targets import STDIO_PREFIX, stdio_argv
-from ..types import Part, TaskState
-from .output import print_json, show, show_event
+from . import examples, version_line
+from .options import UsageError, client_options, closest, unknown_option_message
+
+if TYPE_CHECKING:
+    from ..server import Agent, ApiKeyAuth, BearerAuth
 
 __all__ = ["main"]
 
 log = logging.getLogger("a2a.cli")
 
+#: The default of --max-body-bytes (``a2a.server.app.DEFAULT_MAX_BODY_BYTES``, which a test keeps
+#: equal to this): a literal here, so that building the parser does not import the server.
+DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
+#: The default of --max-json-depth (``a2a.protocol.nesting.DEFAULT_MAX_JSON_DEPTH``; the same test
+#: keeps them equal).
+DEFAULT_MAX_JSON_DEPTH = 64
 
-class UsageError(Exception):
-    """Wrong words on the command line: exit 2."""
+
+class _Parser(argparse.ArgumentParser):
+    """argparse, with a usage error in one line (argparse prints the usage first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: {_with_hint(message)} (see {self.prog} --help)\n")
 
 
-def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="a2a", description="Serve A2A 1.0 agents and talk to them.")
-    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default) or error")
-    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+def _with_hint(message: str) -> str:
+    """argparse's "invalid choice: 'sned' (choose from ...)" says which one was meant, shortly."""
+    found = re.match(r"(argument [^:]+): invalid choice: '([^']*)' \(choose from (.*)\)$", message)
+    if found is None:
+        return message
+    where, word, listed = found.groups()
+    choices = re.findall(r"'([^']*)'", listed)
+    best = closest(word, choices)
+    return f"{where}: unknown {word!r}" + (
+        f" (did you mean {best}?)" if best else f"; use one of: {', '.join(choices)}"
+    )
 
-    serve = sub.add_parser("serve", help="serve an agent: a2a serve MODULE:ATTR (or path/to/file.py:ATTR)")
+
+# ---- flag types: refused at parse time, in one line ----------------------------------------
+
+
+def _port(value: str) -> int:
+    try:
+        port = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a port number") from None
+    if not 0 <= port <= 65535:
+        raise argparse.ArgumentTypeError(f"{port} is not a port: use 1 to 65535 (0 picks a free one)")
+    return port
+
+
+def _public_url(value: str) -> str:
+    parts = urlsplit(value)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise argparse.ArgumentTypeError(
+            f"{value!r} is not an absolute http(s) URL (e.g. https://agents.example.com/greeter)"
+        )
+    return value.rstrip("/")
+
+
+def _serve_arguments(serve: argparse.ArgumentParser) -> None:
+    """Every flag of ``a2a serve``, in this one place."""
     serve.add_argument("target", help="the agent object, e.g. examples/echo_agent.py:agent")
     serve.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
-    serve.add_argument("--port", type=int, default=8000, help="port (default 8000; 0 picks a free one)")
-    serve.add_argument("--public-url", help="the base URL clients should use, when behind a proxy")
+    serve.add_argument("--port", type=_port, default=8000, help="port (default 8000; 0 picks a free one)")
+    serve.add_argument("--public-url", type=_public_url, help="the base URL clients should use, when behind a proxy")
     serve.add_argument(
         "--max-body-bytes", type=int, default=DEFAULT_MAX_BODY_BYTES, help="largest request body (default 4 MiB)"
     )
@@ -93,55 +130,34 @@ def _parser() -> argparse.ArgumentParser:
     )
     serve.add_argument("--metrics", action="store_true", help="Prometheus metrics at GET /metrics")
 
-    for name, help_text in [
-        ("card", "show an agent's card"),
-        ("send", "send a message"),
-        ("get", "show a task"),
-        ("list", "list your tasks"),
-        ("cancel", "cancel a task"),
-    ]:
-        cmd = sub.add_parser(name, help=help_text)
-        cmd.add_argument(
-            "url",
-            help="the agent: a base URL (http://127.0.0.1:8000), a WebSocket URL (ws://127.0.0.1:8000/a2a/ws), "
-            'or a command that serves it over stdio: stdio:"a2a serve examples/echo_agent.py:agent --stdio"',
-        )
-        if name == "send":
-            cmd.add_argument(
-                "text", nargs="?", default="", help="the message text (may be left out with --skill --data)"
-            )
-            cmd.add_argument(
-                "--skill", help="run this skill of the agent; --data then gives its arguments (a JSON object)"
-            )
-            cmd.add_argument("--stream", action="store_true", help="show progress as it arrives")
-            cmd.add_argument("--task-id", help="continue this task (e.g. one waiting for input)")
-            cmd.add_argument("--context-id", help="stay in this conversation")
-            cmd.add_argument("--no-wait", action="store_true", help="return the task at once (returnImmediately)")
-            cmd.add_argument(
-                "--data",
-                help='send JSON as a data part too (structured input: \'{"tool": "write", "arguments": {...}}\'); '
-                "TEXT may then be empty",
-            )
-        elif name in ("get", "cancel"):
-            cmd.add_argument("task_id")
-        if name == "get":
-            cmd.add_argument("--history", type=int, help="at most this many history messages")
-        if name == "list":
-            cmd.add_argument("--context-id")
-            cmd.add_argument("--state", help="e.g. working, completed, input-required")
-            cmd.add_argument("--page-size", type=int)
-            cmd.add_argument("--page-token")
-        cmd.add_argument("--json", action="store_true", help="print wire JSON (one object per line)")
-        cmd.add_argument("--token", help="bearer token (default: $A2A_TOKEN)")
-        cmd.add_argument("--api-key", help="API key (default: $A2A_API_KEY)")
-        cmd.add_argument(
-            "--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card"
-        )
-        cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
-        cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
 
-    _add_plugin_commands(sub)
+def _parser(plugins: bool = True) -> argparse.ArgumentParser:
+    parser = _Parser(prog="a2a", description="Serve A2A 1.0 agents and talk to them.")
+    parser.add_argument("-V", "--version", action="version", version=version_line())
+    parser.add_argument("--log-level", default="warning", help="debug, info, warning (default) or error")
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    # allow_abbrev=False: an agent factory's option must never be taken for a prefix of a flag.
+    serve = sub.add_parser(
+        "serve", help="serve an agent: a2a serve MODULE:ATTR (or path/to/file.py:ATTR)", allow_abbrev=False
+    )
+    _serve_arguments(serve)
+    client_options(sub)
+    examples.register(sub)
+    if plugins:
+        _add_plugin_commands(sub)
+    _accept_global_flags(sub.choices.values())
     return parser
+
+
+def _accept_global_flags(commands: Iterable[argparse.ArgumentParser]) -> None:
+    """The global flags are accepted after the subcommand too (without overriding one given before it)."""
+    for command in commands:
+        if "--log-level" not in command._option_string_actions:
+            command.add_argument("--log-level", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+        for action in command._subparsers._group_actions if command._subparsers else ():
+            if isinstance(action, argparse._SubParsersAction):
+                _accept_global_flags(action.choices.values())
 
 
 #: Entry-point group through which other packages add subcommands (``a2a supervise``, ``a2a
@@ -163,10 +179,17 @@ def _add_plugin_commands(sub: Any) -> None:
 # ---- serve --------------------------------------------------------------------------------
 
 
-def _load_agent(target: str, options: Sequence[str] = ()) -> Agent:
+def _serve_flags(parser: argparse.ArgumentParser) -> list[str]:
+    serve = _subparser(parser, "serve")
+    return [flag for flag in serve._option_string_actions if flag.startswith("--")]
+
+
+def _load_agent(target: str, options: Sequence[str] = (), flags: Sequence[str] = ()) -> Agent:
     """The agent at ``target``; a callable target is a factory, called with ``options``
     (``--name value`` pairs after the target, passed as keyword strings)."""
-    return load_agent(target, _factory_options(options))
+    from ..loader import load_agent
+
+    return load_agent(target, _factory_options(options), other_flags=flags)
 
 
 def _factory_options(options: Sequence[str]) -> dict[str, str]:
@@ -186,6 +209,8 @@ def _factory_options(options: Sequence[str]) -> dict[str, str]:
 
 
 def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
+    from ..server import ApiKeyAuth, BearerAuth
+
     schemes: list[BearerAuth | ApiKeyAuth] = []
     for kind in dict.fromkeys(args.auth):
         schemes.append(
@@ -197,7 +222,12 @@ def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
 async def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return await _serve_stdio(args)
-    agent = _load_agent(args.target, args.agent_options)
+    from ..errors import A2AError
+    from ..server import A2AServer, ServerConfig
+    from ..server.backend import default_store_url, open_backend
+    from .banner import print_banner
+
+    agent = _load_agent(args.target, args.agent_options, args.serve_flags)
     config = ServerConfig(
         host=args.host,
         port=args.port,
@@ -209,14 +239,17 @@ async def _serve(args: argparse.Namespace) -> int:
         metrics=args.metrics,
     )
     if config.access_log:
+        from ..server.access_log import ACCESS_LOGGER
+
         # At INFO whatever --log-level says: the access log is asked for by default.
         logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
     store_url = args.store or default_store_url(agent.name, args.port)
     backend = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
+    auth = _auth(args)
     server = A2AServer(
         agent,
         backend=backend,
-        auth=_auth(args),
+        auth=auth,
         config=config,
         push=not args.no_push,
         push_allow=args.push_allow,
@@ -226,11 +259,15 @@ async def _serve(args: argparse.Namespace) -> int:
     try:
         url = await server.start()
     except OSError as exc:
+        await server.stop()
         raise A2AError(f"cannot listen on {args.host}:{args.port}: {exc.strerror or exc}") from exc
-    print(f"Serving {agent.name!r} at {url}", flush=True)
-    for skill in server.card(url).skills:
-        print(f"  skill {skill.id}: {skill.description}", flush=True)
-    print(f"  tasks in {_shown_store(store_url)}", flush=True)
+    except Exception as exc:  # the store (an unreachable Redis ...) or a start step of the agent
+        log.debug("start-up failed", exc_info=True)
+        await server.stop()
+        raise A2AError(
+            f"cannot start serving {agent.name!r} (tasks in {_shown_store(store_url)}): {type(exc).__name__}: {exc}"
+        ) from exc
+    print_banner(server, url, store=_shown_store(store_url), auth=list(dict.fromkeys(args.auth)))
     try:
         await stop.wait()
     finally:
@@ -239,21 +276,34 @@ async def _serve(args: argparse.Namespace) -> int:
 
 
 async def _serve_stdio(args: argparse.Namespace) -> int:
+    from ..errors import A2AError
+    from ..server.backend import open_backend
+    from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
+
     out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
     stop = _stop_on_signals()
-    agent = _load_agent(args.target, args.agent_options)
+    agent = _load_agent(args.target, args.agent_options, args.serve_flags)
     backend = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
     config = StdioConfig(max_line_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth)
-    return await serve_stdio(
-        agent,
-        backend=backend,
-        push=not args.no_push,  # on by default, as over HTTP
-        push_allow=args.push_allow,
-        auth=_auth(args),
-        config=config,
-        stdout_fd=out_fd,
-        stop=stop,
-    )
+    try:
+        return await serve_stdio(
+            agent,
+            backend=backend,
+            push=not args.no_push,  # on by default, as over HTTP
+            push_allow=args.push_allow,
+            auth=_auth(args),
+            config=config,
+            stdout_fd=out_fd,
+            stop=stop,
+        )
+    except A2AError:
+        raise
+    except Exception as exc:  # the store (an unreachable Redis ...): one line; the traceback at debug
+        log.debug("serving over stdio failed", exc_info=True)
+        store = _shown_store(args.store or "memory:")
+        raise A2AError(
+            f"cannot serve {agent.name!r} over stdio (tasks in {store}): {type(exc).__name__}: {exc}"
+        ) from exc
 
 
 def _stop_on_signals() -> asyncio.Event:
@@ -279,147 +329,97 @@ def _shown_store(url: str) -> str:
     return url
 
 
-# ---- client commands ----------------------------------------------------------------------
-
-
-def _client(args: argparse.Namespace) -> A2AClient:
-    if args.url.startswith(STDIO_PREFIX):
-        try:
-            stdio_argv(args.url)
-        except ValueError as exc:
-            raise UsageError(str(exc)) from None
-    retry = RetryPolicy(max_attempts=max(1, args.retries))
-    return A2AClient(
-        args.url,
-        credentials=credentials_from_env(args.token, args.api_key),
-        retry=retry,
-        timeout=args.timeout,
-        binding=args.binding,
-    )
-
-
-def _state(value: str | None) -> TaskState | None:
-    if value is None:
-        return None
-    name = "TASK_STATE_" + value.upper().replace("-", "_").removeprefix("TASK_STATE_")
-    try:
-        return TaskState(name)
-    except ValueError:
-        known = ", ".join(s.value.removeprefix("TASK_STATE_").lower().replace("_", "-") for s in TaskState)
-        raise UsageError(f"unknown state {value!r}; use one of: {known}") from None
-
-
-def _data(args: argparse.Namespace) -> Any:
-    """The JSON of --data (``None`` without it)."""
-    if args.data is None:
-        return None
-    try:
-        return json.loads(args.data)
-    except json.JSONDecodeError as exc:
-        raise UsageError(f"--data is not valid JSON: {exc}") from None
-
-
-def _content(args: argparse.Namespace, data: Any) -> str | list[Part]:
-    """The message: the text, plus a data part when --data gives JSON (without --skill)."""
-    if data is None or args.skill is not None:
-        return str(args.text)
-    parts = [Part(text=args.text)] if args.text else []
-    return [*parts, Part(data=data, media_type="application/json")]
-
-
-def _arguments(args: argparse.Namespace, data: Any) -> dict[str, Any] | None:
-    """With --skill, --data is the skill's arguments: a JSON object."""
-    if args.skill is None or data is None:
-        return None
-    if not isinstance(data, dict):
-        raise UsageError("with --skill, --data must be a JSON object of the skill's arguments")
-    return data
-
-
-async def _send(client: A2AClient, args: argparse.Namespace) -> int:
-    data = _data(args)
-    content, arguments = _content(args, data), _arguments(args, data)
-    if args.stream:
-        last: Any = None
-        events = client.stream(
-            content, task_id=args.task_id, context_id=args.context_id, skill=args.skill, arguments=arguments
-        )
-        async for event in events:
-            (print_json if args.json else show_event)(event)
-            last = event.payload
-        return _exit_for(last)
-    result = await client.send(
-        content,
-        task_id=args.task_id,
-        context_id=args.context_id,
-        return_immediately=args.no_wait,
-        skill=args.skill,
-        arguments=arguments,
-    )
-    (print_json if args.json else show)(result)
-    return _exit_for(result)
-
-
-def _exit_for(result: Any) -> int:
-    """Non-zero when the task ended badly, so that scripts can tell."""
-    status = getattr(result, "status", None)
-    state = status.state if status is not None else None
-    return 1 if state in (TaskState.FAILED, TaskState.REJECTED, TaskState.CANCELED) else 0
-
-
-async def _client_command(args: argparse.Namespace) -> int:
-    async with _client(args) as client:
-        if args.command == "send":
-            return await _send(client, args)
-        result: Any
-        if args.command == "card":
-            result = await client.get_card()
-        elif args.command == "get":
-            result = await client.get_task(args.task_id, history_length=args.history)
-        elif args.command == "cancel":
-            result = await client.cancel_task(args.task_id)
-        else:
-            result = await client.list_tasks(
-                context_id=args.context_id,
-                status=_state(args.state),
-                page_size=args.page_size,
-                page_token=args.page_token,
-            )
-        (print_json if args.json else show)(result)
-        return 0
-
-
 # ---- entry point --------------------------------------------------------------------------
 
 
 def _run(coro_fn: Callable[[argparse.Namespace], Awaitable[int]], args: argparse.Namespace) -> int:
-    try:
-        import uvloop
+    # uvloop pays for a server (and a supervisor's many streams); a client command makes a call
+    # or two, and starts sooner without importing it.
+    if args.command not in CLIENT_COMMANDS:
+        try:
+            import uvloop
 
-        return uvloop.run(coro_fn(args))  # type: ignore[arg-type]
-    except ImportError:
-        return asyncio.run(coro_fn(args))  # type: ignore[arg-type]
+            return uvloop.run(coro_fn(args))  # type: ignore[arg-type]
+        except ImportError:
+            pass
+    return asyncio.run(coro_fn(args))  # type: ignore[arg-type]
+
+
+def _subparser(parser: argparse.ArgumentParser, name: str) -> argparse.ArgumentParser:
+    for action in parser._subparsers._group_actions if parser._subparsers else ():
+        if isinstance(action, argparse._SubParsersAction):
+            found: argparse.ArgumentParser = action.choices[name]
+            return found
+    raise KeyError(name)
+
+
+def _quiet_broken_pipe() -> int:
+    """The reader of our output went away (``a2a send ... | head``): stop quietly, as ``cat`` does.
+    stdout is pointed at /dev/null so that the interpreter's last flush cannot fail again."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return 141  # 128 + SIGPIPE, what a shell reports for a program ended by a broken pipe
+
+
+#: The commands that talk to an agent.
+CLIENT_COMMANDS = frozenset({"card", "send", "get", "list", "cancel", "subscribe", "push"})
+#: The commands defined here (every other one comes from a plugin).
+BUILT_IN = CLIENT_COMMANDS | {"serve", "examples"}
+
+
+def _command_word(words: Sequence[str]) -> str | None:
+    """The subcommand's name: the first word that is neither a global option nor its value."""
+    items = iter(words)
+    for word in items:
+        if word == "--log-level":
+            next(items, None)
+        elif not word.startswith("-"):
+            return word
+    return None
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = _parser()
+    from ..errors import A2AError, ProtocolError
+    from ..loader import AgentLoadError
+
+    words = list(sys.argv[1:] if argv is None else argv)
+    # A built-in command needs no plugin: reading the entry points (and importing the plugins'
+    # parsers) is a third of the start-up of `a2a send`.
+    parser = _parser(plugins=_command_word(words) not in BUILT_IN)
+    argv = words
     args, extra = parser.parse_known_args(argv)
     if extra and args.command != "serve":
-        parser.error(f"unrecognized arguments: {' '.join(extra)}")
+        command_parser = _subparser(parser, args.command)
+        if getattr(args, "push_command", None):
+            command_parser = _subparser(command_parser, args.push_command)
+        print(f"{command_parser.prog}: {unknown_option_message(command_parser, extra)}", file=sys.stderr)
+        return 2
     args.agent_options = extra
+    args.serve_flags = _serve_flags(parser)
     level = getattr(logging, str(args.log_level).upper(), None)
     if not isinstance(level, int):
         print(f"a2a: unknown --log-level {args.log_level!r}", file=sys.stderr)
         return 2
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if getattr(args, "log_format", "text") == "json":
+        from ..server.json_logs import JsonFormatter
+
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonFormatter())
-    command = getattr(args, "func", None) or {"serve": _serve}.get(args.command, _client_command)
+    command = getattr(args, "func", None)
+    if command is None:
+        if args.command == "serve":
+            command = _serve
+        else:
+            from .commands import client_command
+
+            command = client_command
     try:
         return _run(command, args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _quiet_broken_pipe()
     except (UsageError, AgentLoadError) as exc:
         print(f"a2a: {exc}", file=sys.stderr)
         return 2

@@ -19,7 +19,7 @@ from ..types import (
     TaskStatusUpdateEvent,
 )
 
-__all__ = ["print_json", "show", "show_event"]
+__all__ = ["part_text", "print_json", "show", "show_event", "state_name"]
 
 
 def print_json(obj: Any, out: TextIO = sys.stdout) -> None:
@@ -27,7 +27,7 @@ def print_json(obj: Any, out: TextIO = sys.stdout) -> None:
     out.flush()
 
 
-def _part(part: Part) -> str:
+def part_text(part: Part) -> str:
     if part.text is not UNSET:
         return str(part.text)
     if part.data is not UNSET:
@@ -39,7 +39,7 @@ def _part(part: Part) -> str:
 
 
 def _parts(parts: list[Part]) -> str:
-    return "\n".join(_part(p) for p in parts)
+    return "\n".join(part_text(p) for p in parts)
 
 
 def _artifact(artifact: Artifact) -> str:
@@ -47,7 +47,7 @@ def _artifact(artifact: Artifact) -> str:
     return f"[{title}]\n{_parts(artifact.parts)}"
 
 
-def _state(state: Any) -> str:
+def state_name(state: Any) -> str:
     return str(state.value).removeprefix("TASK_STATE_").lower().replace("_", "-")
 
 
@@ -55,7 +55,7 @@ def show(obj: Any, out: TextIO = sys.stdout) -> None:
     if isinstance(obj, Message):
         out.write(_parts(obj.parts) + "\n")
     elif isinstance(obj, Task):
-        out.write(f"task {obj.id}  {_state(obj.status.state)}\n")
+        out.write(f"task {obj.id}  {state_name(obj.status.state)}\n")
         if obj.status.message is not None:
             out.write(_parts(obj.status.message.parts) + "\n")
         for artifact in obj.artifacts or []:
@@ -63,7 +63,7 @@ def show(obj: Any, out: TextIO = sys.stdout) -> None:
     elif isinstance(obj, ListTasksResponse):
         for task in obj.tasks:
             stamp = task.status.timestamp or ""
-            out.write(f"{task.id}  {_state(task.status.state):<15} {stamp}\n")
+            out.write(f"{task.id}  {state_name(task.status.state):<15} {stamp}\n")
         out.write(f"({len(obj.tasks)} of {obj.total_size})")
         out.write(f"  next page: --page-token {obj.next_page_token}\n" if obj.next_page_token else "\n")
     elif isinstance(obj, AgentCard):
@@ -91,10 +91,10 @@ def show_event(event: StreamResponse, out: TextIO = sys.stdout) -> None:
     if isinstance(payload, Message):
         out.write(_parts(payload.parts) + "\n")
     elif isinstance(payload, Task):
-        out.write(f"task {payload.id}  {_state(payload.status.state)}\n")
+        out.write(f"task {payload.id}  {state_name(payload.status.state)}\n")
     elif isinstance(payload, TaskStatusUpdateEvent):
         note = _parts(payload.status.message.parts) if payload.status.message else ""
-        out.write(f"  {_state(payload.status.state)}" + (f": {note}" if note else "") + "\n")
+        out.write(f"  {state_name(payload.status.state)}" + (f": {note}" if note else "") + "\n")
     elif isinstance(payload, TaskArtifactUpdateEvent):
         out.write(_parts(payload.artifact.parts) + "\n")
     out.flush()

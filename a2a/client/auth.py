@@ -25,6 +25,9 @@ class CredentialProvider(Protocol):
 class BearerToken:
     token: str
 
+    def __post_init__(self) -> None:
+        _check_header_value("a token", self.token)
+
     def headers(self, card: AgentCard | None) -> dict[str, str]:
         return {"Authorization": f"Bearer {self.token}"}
 
@@ -38,11 +41,22 @@ class ApiKey:
     #: The header to use; by default the one the card's apiKey scheme names, else X-API-Key.
     header: str | None = None
 
+    def __post_init__(self) -> None:
+        _check_header_value("an API key", self.key)
+
     def headers(self, card: AgentCard | None) -> dict[str, str]:
         return {self.header or _card_api_key_header(card) or "X-API-Key": self.key}
 
     def __repr__(self) -> str:
         return f"ApiKey(header={self.header!r}, key=***)"
+
+
+def _check_header_value(what: str, value: str) -> None:
+    """HTTP header values are ASCII: say so here, not as a codec error deep in a transport."""
+    if not value.isascii():
+        raise ValueError(f"{what} must be ASCII")
+    if any(c in value for c in "\r\n\0"):
+        raise ValueError(f"{what} must be one line")
 
 
 def _card_api_key_header(card: AgentCard | None) -> str | None:

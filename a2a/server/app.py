@@ -195,6 +195,8 @@ class A2AServer:
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._runner: web.BaseRunner | None = None
         self.url: str | None = self.config.public_url
+        #: The address listened on (``http://host:port``), set by ``start``; ``url`` is the public one.
+        self.bound_url: str | None = None
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -351,7 +353,8 @@ class A2AServer:
         await site.start()
         bound = runner.addresses[0]
         shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
-        self.url = self.config.public_url or f"http://{shown}:{bound[1]}"
+        self.bound_url = f"http://{shown}:{bound[1]}"
+        self.url = self.config.public_url or self.bound_url
         log.info("%s serving %r at %s", server_software(), self.agent.name, self.url)
         return self.url
 

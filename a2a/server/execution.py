@@ -213,7 +213,8 @@ class Run:
                 return
             except Exception as exc:  # the agent's own failure: the task fails, the server goes on
                 log.exception("agent %r failed on task %s", agent.name, self.task_id)
-                await self._finish(TaskState.FAILED, str(exc) or type(exc).__name__)
+                # The type too: a bare KeyError says only 'zzz'.
+                await self._finish(TaskState.FAILED, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
                 return
             state = self.task.status.state
             if self.reply is None and not (state.is_terminal or state.is_interrupted):

@@ -295,7 +295,13 @@ async def serve_stdio(
             push_allow=push_allow,
             authenticates=authenticator.enabled,
         )
-        await handler.start()
+        try:
+            await handler.start()
+        except Exception:
+            # What start began (a Redis listener ...) ends with it, as an HTTP server's stop does.
+            with contextlib.suppress(Exception):
+                await handler.shutdown()
+            raise
     elif backend is not None or push or push_allow is not None:
         raise ValueError("serve_stdio: give a handler, or the backend and push to make one, not both")
     interface = AgentInterface(url=STDIO_URL, protocol_binding=STDIO_BINDING, protocol_version=PROTOCOL_VERSION)

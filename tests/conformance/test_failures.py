@@ -36,13 +36,13 @@ def _no_traceback(text: str) -> None:
         assert marker not in text, f"traceback text {marker!r} leaked to the caller: {text[:300]}"
 
 
-async def test_agent_exception_fails_the_task_with_its_text(raiser: Raw) -> None:
+async def test_agent_exception_fails_the_task_with_its_type_and_text(raiser: Raw) -> None:
     outcome = await raiser.call("SendMessage", send_params("go"))
     task = outcome.result["task"]
     assert task["status"]["state"] == "TASK_STATE_FAILED"
     message = task["status"]["message"]
     assert message["role"] == "ROLE_AGENT"
-    assert text_of(message) == "the widget broke: part 7 is missing"
+    assert text_of(message) == "ValueError: the widget broke: part 7 is missing"
     _no_traceback(outcome.body.decode())
     stored = await raiser.call("GetTask", {"id": task["id"]})
     assert stored.result["status"]["state"] == "TASK_STATE_FAILED"
@@ -53,7 +53,10 @@ async def test_agent_exception_ends_the_stream_with_failed(raiser: Raw) -> None:
     async with raiser.stream("SendStreamingMessage", send_params("go")) as stream:
         events = [await stream.next(), *await stream.rest()]
     assert events[-1].state == "TASK_STATE_FAILED"
-    assert text_of(events[-1].payload["statusUpdate"]["status"]["message"]) == "the widget broke: part 7 is missing"
+    assert (
+        text_of(events[-1].payload["statusUpdate"]["status"]["message"])
+        == "ValueError: the widget broke: part 7 is missing"
+    )
     for event in events:
         _no_traceback(str(event.data))
 
@@ -130,7 +133,7 @@ async def test_client_agent_exception_fails_the_task_with_its_text(raiser_client
     task = await bounded(raiser_client.send("go"))
     assert isinstance(task, Task) and task.status.state == TaskState.FAILED
     assert task.status.message is not None
-    assert task.status.message.text == "the widget broke: part 7 is missing"
+    assert task.status.message.text == "ValueError: the widget broke: part 7 is missing"
     _no_traceback(task.status.message.text)
     assert (await bounded(raiser_client.get_task(task.id))).status.state == TaskState.FAILED
 
@@ -139,7 +142,10 @@ async def test_client_agent_exception_ends_the_stream_with_failed(raiser_client:
     events = await collect(raiser_client.stream("go"))
     last = events[-1].payload
     assert isinstance(last, TaskStatusUpdateEvent) and last.status.state == TaskState.FAILED
-    assert last.status.message is not None and last.status.message.text == "the widget broke: part 7 is missing"
+    assert (
+        last.status.message is not None
+        and last.status.message.text == "ValueError: the widget broke: part 7 is missing"
+    )
 
 
 @pytest.mark.parametrize("method", ["GetTask", "CancelTask"])

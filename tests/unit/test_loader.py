@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 import pytest
@@ -65,5 +66,25 @@ def test_every_failure_is_one_line_naming_the_problem(tmp_path: Path, target: st
 
 
 def test_an_agent_object_takes_no_factory_options() -> None:
-    with pytest.raises(AgentLoadError, match=r"is an agent, not a factory: it takes no options \(--name\)"):
+    with pytest.raises(AgentLoadError, match=r"unknown option --name: .* is an agent, not a factory of one"):
         load_agent(f"{ECHO}:agent", {"name": "x"})
+
+
+def test_an_option_a_factory_does_not_take_is_named_with_the_closest_one(tmp_path: Path) -> None:
+    (tmp_path / "factory.py").write_text(FACTORY)
+    with pytest.raises(AgentLoadError, match=r"unknown option --nmae \(did you mean --name\?\)") as caught:
+        load_agent(f"{tmp_path}/factory.py:make", {"nmae": "x"})
+    assert "its options: --name" in str(caught.value)
+
+
+def test_a_command_flag_with_a_typo_is_suggested_for_an_agent_object() -> None:
+    with pytest.raises(AgentLoadError, match=r"unknown option --prot \(did you mean --port\?\)"):
+        load_agent(f"{ECHO}:agent", {"prot": "9000"}, other_flags=["--port", "--host"])
+
+
+def test_a_module_target_is_found_in_the_current_directory(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "greeter_here.py").write_text("from a2a import Agent\nagent = Agent('Here', 'found in the cwd')\n")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))])
+    monkeypatch.delitem(sys.modules, "greeter_here", raising=False)
+    assert load_agent("greeter_here:agent").name == "Here"

@@ -1,0 +1,121 @@
+"""The flags of the client commands (card, send, get, list, cancel, subscribe, push), and what
+the CLI says about a flag it does not know."""
+
+from __future__ import annotations
+
+import argparse
+import difflib
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+__all__ = ["UsageError", "client_options", "closest", "unknown_option_message"]
+
+
+class UsageError(Exception):
+    """Wrong words on the command line: exit 2."""
+
+
+def closest(word: str, candidates: Iterable[str]) -> str | None:
+    """The candidate ``word`` was most likely a typo of (``--prot`` → ``--port``), if any is close."""
+    found = difflib.get_close_matches(word, list(candidates), n=1, cutoff=0.6)
+    return found[0] if found else None
+
+
+def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
+    """``unknown option --strem (did you mean --stream?)`` for the first word argparse left over."""
+    word = extra[0]
+    if not word.startswith("-"):
+        return f"unexpected argument {word!r}"
+    flag = word.split("=", 1)[0]
+    hint = closest(flag, [f for f in parser._option_string_actions if f.startswith("--")])
+    return f"unknown option {flag}" + (f" (did you mean {hint}?)" if hint else "")
+
+
+_TARGET_HELP = (
+    "the agent: a base URL (http://127.0.0.1:8000), a WebSocket URL (ws://127.0.0.1:8000/a2a/ws), "
+    'or a command that serves it over stdio: stdio:"a2a serve examples/echo_agent.py:agent --stdio"'
+)
+
+
+def _connection_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("--json", action="store_true", help="print wire JSON (one object per line)")
+    cmd.add_argument("--token", help="bearer token (default: $A2A_TOKEN)")
+    cmd.add_argument("--api-key", help="API key (default: $A2A_API_KEY)")
+    cmd.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card")
+    cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+    cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
+
+
+def _send_options(cmd: argparse.ArgumentParser) -> None:
+    cmd.add_argument("text", nargs="?", default="", help="the message text (may be left out with --skill --data)")
+    cmd.add_argument("--skill", help="run this skill of the agent; --data then gives its arguments (a JSON object)")
+    cmd.add_argument("--stream", action="store_true", help="show progress as it arrives")
+    cmd.add_argument("--task-id", help="continue this task (e.g. one waiting for input)")
+    cmd.add_argument("--context-id", help="stay in this conversation")
+    cmd.add_argument("--no-wait", action="store_true", help="return the task at once (returnImmediately)")
+    cmd.add_argument(
+        "--data",
+        help='send JSON as a data part too (structured input: \'{"tool": "write", "arguments": {...}}\'); '
+        "TEXT may then be empty",
+    )
+    cmd.add_argument(
+        "--cancel-on-interrupt",
+        action="store_true",
+        help="with --stream: Ctrl-C cancels the task (by default it only stops watching it)",
+    )
+    cmd.add_argument(
+        "--no-prompt",
+        action="store_true",
+        help="when the task asks for input, print how to answer instead of asking (the default off a terminal)",
+    )
+
+
+def client_options(sub: Any) -> None:
+    """Add the client subcommands to ``a2a``'s subparsers."""
+    commands = [
+        ("card", "show an agent's card"),
+        ("send", "send a message"),
+        ("get", "show a task"),
+        ("list", "list your tasks"),
+        ("cancel", "cancel a task"),
+        ("subscribe", "follow a task's events until it ends"),
+    ]
+    for name, help_text in commands:
+        cmd = sub.add_parser(name, help=help_text)
+        cmd.add_argument("url", help=_TARGET_HELP)
+        if name == "send":
+            _send_options(cmd)
+        elif name in ("get", "cancel", "subscribe"):
+            cmd.add_argument("task_id")
+        if name == "get":
+            cmd.add_argument("--history", type=int, help="at most this many history messages")
+        if name == "list":
+            cmd.add_argument("--context-id")
+            cmd.add_argument("--state", help="e.g. working, completed, input-required")
+            cmd.add_argument("--page-size", type=int)
+            cmd.add_argument("--page-token")
+        _connection_options(cmd)
+    _push_options(sub)
+
+
+def _push_options(sub: Any) -> None:
+    push = sub.add_parser("push", help="a task's push notification configs (webhooks): create, list, get, delete")
+    actions = push.add_subparsers(dest="push_command", required=True, metavar="ACTION")
+    create = actions.add_parser("create", help="have the agent POST the task's later events to a webhook")
+    create.add_argument("url", help=_TARGET_HELP)
+    create.add_argument("task_id")
+    create.add_argument("webhook", help="the https:// URL to POST events to")
+    create.add_argument("--webhook-token", help="a token the agent sends with each notification")
+    create.add_argument("--config-id", help="the config's id (default: chosen by the agent)")
+    listing = actions.add_parser("list", help="list a task's push configs")
+    listing.add_argument("url", help=_TARGET_HELP)
+    listing.add_argument("task_id")
+    listing.add_argument("--page-size", type=int)
+    listing.add_argument("--page-token")
+    for name, help_text in (("get", "show one push config"), ("delete", "delete one push config")):
+        cmd = actions.add_parser(name, help=help_text)
+        cmd.add_argument("url", help=_TARGET_HELP)
+        cmd.add_argument("task_id")
+        cmd.add_argument("config_id")
+    for cmd in (create, listing, actions.choices["get"], actions.choices["delete"]):
+        _connection_options(cmd)
