@@ -22,7 +22,9 @@ from ..loader import AgentLoadError, load_agent
 from ..server import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from ..server.app import DEFAULT_MAX_BODY_BYTES
 from ..server.backend import default_store_url, open_backend
+from ..server.http_common import DEFAULT_SSE_HEARTBEAT
 from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
+from ..transport.base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
 from .output import print_json, show, show_event
@@ -58,6 +60,13 @@ def _parser() -> argparse.ArgumentParser:
         "(entries 'principal:secret', comma-separated), or from --credentials-file",
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
+    serve.add_argument(
+        "--sse-heartbeat",
+        type=float,
+        default=DEFAULT_SSE_HEARTBEAT,
+        metavar="SECONDS",
+        help="a heartbeat comment on every SSE stream this often (default 15; 0: none)",
+    )
     serve.add_argument(
         "--no-push", action="store_true", help="do not offer push notifications (they are on by default)"
     )
@@ -123,6 +132,20 @@ def _parser() -> argparse.ArgumentParser:
             "--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card"
         )
         cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+        cmd.add_argument(
+            "--idle-timeout",
+            type=float,
+            default=DEFAULT_IDLE_TIMEOUT,
+            metavar="SECONDS",
+            help="give up a stream (and resume it) after this long without an event or a heartbeat "
+            "(default 60; 0: never)",
+        )
+        cmd.add_argument(
+            "--max-response-bytes",
+            type=int,
+            default=DEFAULT_MAX_RESPONSE_BYTES,
+            help="largest answer (or stream event) to accept (default 16 MiB)",
+        )
         cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
 
     _add_plugin_commands(sub)
@@ -188,6 +211,7 @@ async def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         public_url=args.public_url,
         max_body_bytes=args.max_body_bytes,
+        sse_heartbeat=args.sse_heartbeat or None,
         tune_gc=True,  # this process only serves
     )
     store_url = args.store or default_store_url(agent.name, args.port)
@@ -274,6 +298,8 @@ def _client(args: argparse.Namespace) -> A2AClient:
         retry=retry,
         timeout=args.timeout,
         binding=args.binding,
+        max_response_bytes=args.max_response_bytes,
+        idle_timeout=args.idle_timeout or None,
     )
 
 

@@ -37,6 +37,7 @@ from ..types import AgentCard, AgentInterface
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
+from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
 from .http_rest import RestBinding, rest_error_body
 from .push import PushNotifier
@@ -74,6 +75,9 @@ class ServerConfig:
     tune_gc: bool = False
     #: The WebSocket binding (path, limits, keepalive); ``enabled=False`` leaves it out.
     websocket: WebSocketConfig = field(default_factory=WebSocketConfig)
+    #: Seconds between heartbeat comments on an SSE stream (``None``: none), so that clients
+    #: and proxies that bound a stream's silence keep quiet but live streams open.
+    sse_heartbeat: float | None = DEFAULT_SSE_HEARTBEAT
 
 
 @dataclass(frozen=True, slots=True)
@@ -226,8 +230,9 @@ class A2AServer:
         prefix an embedding application mounted the server at), bound to this server; and what
         to do, in order, to start and to stop."""
         limit = self.config.max_body_bytes
-        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit)
-        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH)
+        heartbeat = self.config.sse_heartbeat
+        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, heartbeat=heartbeat)
+        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH, heartbeat=heartbeat)
         routes = [
             Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), frozenset({"GET", "HEAD"})),
             Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body),

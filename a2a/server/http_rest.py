@@ -11,7 +11,7 @@ from ..protocol import rest
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import first_event, gate, read_body, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -23,8 +23,17 @@ def rest_error_body(error: ProtocolError) -> tuple[bytes, str]:
 
 
 class RestBinding:
-    def __init__(self, handler: RequestHandler, authenticator: Authenticator, max_body: int, prefix: str) -> None:
+    def __init__(
+        self,
+        handler: RequestHandler,
+        authenticator: Authenticator,
+        max_body: int,
+        prefix: str,
+        *,
+        heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
+    ) -> None:
         self.handler = handler
+        self.heartbeat = heartbeat
         #: Where the binding is mounted: the path after it names the operation.
         self._tail_from = len(prefix.rstrip("/")) + 1
         self.authenticator = authenticator
@@ -62,4 +71,4 @@ class RestBinding:
         def frame(logged: LoggedEvent) -> bytes:
             return logged.body
 
-        return await write_sse(request, first, events, frame, rest.encode_error)
+        return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)
