@@ -37,6 +37,7 @@ from a2a import types as t
 from a2a.errors import InvalidResponseError, RequestTimeoutError, TransportError
 from a2a.protocol.codec import encode
 from a2a.protocol.methods import METHODS
+from a2a.protocol.sse import HEARTBEAT, SSEDecoder
 from a2a.transport.body import read_body
 from a2a.transport.ws import WebSocketTransport
 
@@ -311,12 +312,15 @@ async def header_drip() -> AsyncIterator[str]:
     """A raw TCP server that reads a request, then drips the status line one byte per 0.25 s."""
 
     tasks: set[asyncio.Task[Any]] = set()
+    stop = asyncio.Event()
 
     async def serve(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         tasks.add(asyncio.current_task())  # type: ignore[arg-type]
         try:
             await reader.readuntil(b"\r\n\r\n")
             for byte in b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\n" * 100:
+                if stop.is_set():
+                    break
                 writer.write(bytes([byte]))
                 await writer.drain()
                 await asyncio.sleep(0.25)
@@ -331,8 +335,7 @@ async def header_drip() -> AsyncIterator[str]:
         yield f"http://127.0.0.1:{port}"
     finally:
         server.close()
-        for task in tasks:
-            task.cancel()
+        stop.set()
         await asyncio.gather(*tasks, return_exceptions=True)
         await server.wait_closed()
 
@@ -590,6 +593,29 @@ async def test_a_bomb_in_one_chunk_is_inflated_a_slice_at_a_time() -> None:
     with peak_rss() as peak, pytest.raises(InvalidResponseError, match="over this client's limit"):
         await read_body(_response(bomb, **{"Content-Encoding": "gzip"}), MB)
     assert peak.growth < 16 * MB, f"grew by {peak.growth / MB:.0f} MB"
+
+
+def test_the_decoder_counts_heartbeats_and_refuses_what_is_not_utf8() -> None:
+    decoder = SSEDecoder(strict=True)
+    assert decoder.feed(HEARTBEAT + b": keep") == []
+    assert decoder.comments == 1
+    assert decoder.feed(b"alive\r\ndata: {}\n\n")[0].data == "{}"
+    assert decoder.comments == 2
+    with pytest.raises(ValueError, match="not UTF-8"):
+        decoder.feed(b"data: \xff\xfe\n")
+    assert SSEDecoder().feed(b"data: \xff\n\n")[0].data == "\ufffd", "lenient by default, as SSE says"
+
+
+def test_a_long_line_is_searched_once() -> None:
+    """A line that arrives in many small pieces is not searched again from its start at each
+    piece (a peer dripping a 16 MiB line would make that quadratic)."""
+    decoder = SSEDecoder()
+    piece = b"x" * 1024
+    decoder.feed(b"data: ")
+    for _ in range(4 * 1024):
+        assert decoder.feed(piece) == []
+    assert decoder._scanned == 4 * MB + 6
+    assert len(decoder.feed(b"\n\n")[0].data) == 4 * MB
 
 
 # ---- figures ---------------------------------------------------------------------------------
