@@ -73,7 +73,6 @@ class _Deadline:
         self.url = str(request.url)
         self.timeout = timeout
         self.connected = False
-        request.headers["Accept-Encoding"] = ACCEPT_ENCODING
         if timeout is not None:
             request.extensions["trace"] = self._trace
 
@@ -101,6 +100,7 @@ async def exchange(
     ``InvalidResponseError`` (too large, or an encoding we did not ask for)."""
     if timeout is not None:
         request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
+    request.headers["Accept-Encoding"] = ACCEPT_ENCODING  # only what ``read_body`` inflates in bounded steps
     return await _Deadline(request, timeout).run(_send_and_read(client, request, max_bytes))
 
 
@@ -196,6 +196,7 @@ class _HttpTransport(ClientTransport):
         """The response once its headers are in (and its whole body, when it is not an event
         stream), within ``timeout``; the events that follow are bounded by the idle timeout."""
         request.extensions["timeout"] = httpx.Timeout(timeout, read=None).as_dict()
+        request.headers["Accept-Encoding"] = ACCEPT_ENCODING
         return await _Deadline(request, timeout).run(self._start_stream(request))
 
     async def _start_stream(self, request: httpx.Request) -> tuple[httpx.Response, bytes | None]:

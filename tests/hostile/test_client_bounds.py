@@ -297,6 +297,11 @@ CASES: dict[str, dict[str, Handler]] = {
         "stream": drip("text/event-stream", b"data: " + b"x" * 1000, 0.05),
     },
     "card-drip": {"card": drip("application/json", b" " * 1000, 0.25)},
+    # For the figures: a byte a second, for a day.
+    "drip-1s": {
+        "call": drip("application/json", b" " * 86400, 1.0),
+        "stream": drip("text/event-stream", b"data: " + b"x" * 86400, 1.0),
+    },
     "silent": {"stream": silent},
     "random": {"stream": sse(lambda rpc: random.Random(3).randbytes(MB))},
     "random-endless": {"stream": random_endless},
@@ -640,11 +645,11 @@ async def _figures() -> None:
         for case in sorted(CARD_ANSWERS):
             async with A2AClient(f"{hostile.base}/{case}", timeout=5.0, retry=RetryPolicy.none()) as c:
                 await measure(f"card {case}", c.get_card)
-        for case in sorted(ANSWERS):
+        for case in [*sorted(ANSWERS), "drip-1s"]:
             async with A2AClient(f"{hostile.base}/{case}", timeout=5.0, retry=RetryPolicy.none()) as c:
                 await c.get_card()
                 await measure(f"call {case}", lambda c=c: c.get_task("t-1"))  # type: ignore[misc]
-        for case in [*sorted(STREAM_ANSWERS), "silent"]:
+        for case in [*sorted(STREAM_ANSWERS), "drip-1s", "silent"]:
             async with A2AClient(f"{hostile.base}/{case}", timeout=5.0, retry=RetryPolicy.none()) as c:
                 await c.get_card()
                 await measure(f"stream {case}", lambda c=c: _drain(c))  # type: ignore[misc]
