@@ -569,6 +569,18 @@ async def test_websocket_streams_are_bounded_by_the_keepalive() -> None:
         await runner.cleanup()
 
 
+async def test_the_command_line_sets_the_bounds() -> None:
+    from a2a.cli.main import _client, _parser
+
+    args = _parser().parse_args(["card", "http://127.0.0.1:1", "--max-response-bytes", "1000", "--idle-timeout", "0"])
+    async with _client(args) as client:
+        assert (client.max_response_bytes, client.idle_timeout) == (1000, None)
+    args = _parser().parse_args(["send", "http://127.0.0.1:1", "hi"])
+    async with _client(args) as client:
+        assert (client.max_response_bytes, client.idle_timeout) == (16 * MB, 60.0)
+    assert _parser().parse_args(["serve", "agent.py:agent"]).sse_heartbeat == 15.0
+
+
 # ---- decoding, on its own --------------------------------------------------------------------
 
 
