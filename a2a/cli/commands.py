@@ -33,7 +33,15 @@ def _client(args: argparse.Namespace) -> A2AClient:
     except ValueError as exc:  # a token that cannot be sent in a header
         raise UsageError(str(exc)) from None
     retry = RetryPolicy(max_attempts=max(1, args.retries))
-    return A2AClient(args.url, credentials=credentials, retry=retry, timeout=args.timeout, binding=args.binding)
+    return A2AClient(
+        args.url,
+        credentials=credentials,
+        retry=retry,
+        timeout=args.timeout,
+        binding=args.binding,
+        max_response_bytes=args.max_response_bytes,
+        idle_timeout=args.idle_timeout or None,
+    )
 
 
 def _state(value: str | None) -> TaskState | None:

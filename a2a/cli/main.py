@@ -36,6 +36,8 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: The default of --max-json-depth (``a2a.protocol.nesting.DEFAULT_MAX_JSON_DEPTH``; the same test
 #: keeps them equal).
 DEFAULT_MAX_JSON_DEPTH = 64
+#: The default of --sse-heartbeat (``a2a.server.http_common.DEFAULT_SSE_HEARTBEAT``; the same test).
+DEFAULT_SSE_HEARTBEAT = 15.0
 
 
 class _Parser(argparse.ArgumentParser):
@@ -105,6 +107,13 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
     serve.add_argument(
+        "--sse-heartbeat",
+        type=float,
+        default=DEFAULT_SSE_HEARTBEAT,
+        metavar="SECONDS",
+        help="a heartbeat comment on every SSE stream this often (default 15; 0: none)",
+    )
+    serve.add_argument(
         "--no-push", action="store_true", help="do not offer push notifications (they are on by default)"
     )
     serve.add_argument(
@@ -122,6 +131,13 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--stdio",
         action="store_true",
         help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
+    )
+    serve.add_argument(
+        "--sse-heartbeat",
+        type=float,
+        default=DEFAULT_SSE_HEARTBEAT,
+        metavar="SECONDS",
+        help="a heartbeat comment on every SSE stream this often (default 15; 0: none)",
     )
     # Operations: the access log (on by default), structured logs, metrics.
     serve.add_argument("--no-access-log", action="store_true", help="no line per request on the logger a2a.access")
@@ -234,6 +250,7 @@ async def _serve(args: argparse.Namespace) -> int:
         public_url=args.public_url,
         max_body_bytes=args.max_body_bytes,
         max_json_depth=args.max_json_depth,
+        sse_heartbeat=args.sse_heartbeat or None,
         tune_gc=True,  # this process only serves
         access_log=not args.no_access_log,
         metrics=args.metrics,

@@ -31,6 +31,11 @@ def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]
     return f"unknown option {flag}" + (f" (did you mean {hint}?)" if hint else "")
 
 
+#: The client's defaults (``a2a.transport.base``'s, which a test keeps equal to these): literals,
+#: so that building the parser does not import the client.
+DEFAULT_IDLE_TIMEOUT = 60.0
+DEFAULT_MAX_RESPONSE_BYTES = 16 * 1024 * 1024
+
 _TARGET_HELP = (
     "the agent: a base URL (http://127.0.0.1:8000), a WebSocket URL (ws://127.0.0.1:8000/a2a/ws), "
     'or a command that serves it over stdio: stdio:"a2a serve examples/echo_agent.py:agent --stdio"'
@@ -44,6 +49,19 @@ def _connection_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card")
     cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
     cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
+    cmd.add_argument(
+        "--idle-timeout",
+        type=float,
+        default=DEFAULT_IDLE_TIMEOUT,
+        metavar="SECONDS",
+        help="give up a stream (and resume it) after this long without an event or a heartbeat (default 60; 0: never)",
+    )
+    cmd.add_argument(
+        "--max-response-bytes",
+        type=int,
+        default=DEFAULT_MAX_RESPONSE_BYTES,
+        help="largest answer (or stream event) to accept (default 16 MiB)",
+    )
 
 
 def _send_options(cmd: argparse.ArgumentParser) -> None:

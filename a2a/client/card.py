@@ -10,7 +10,8 @@ import msgspec
 from ..errors import CardResolutionError, InvalidResponseError
 from ..protocol.card import CARD_PATH
 from ..protocol.codec import decoder_for
-from ..transport.http import http_error, translate_httpx_error
+from ..transport.base import DEFAULT_MAX_RESPONSE_BYTES
+from ..transport.http import exchange, http_error
 from ..types import AgentCard, AgentInterface
 
 __all__ = ["card_url", "choose_interface", "fetch_card"]
@@ -23,16 +24,18 @@ def card_url(url: str) -> str:
     return url.rstrip("/") + CARD_PATH
 
 
-async def fetch_card(client: httpx.AsyncClient, url: str, *, timeout: float | None) -> AgentCard:
+async def fetch_card(
+    client: httpx.AsyncClient, url: str, *, timeout: float | None, max_bytes: int = DEFAULT_MAX_RESPONSE_BYTES
+) -> AgentCard:
+    """The card at ``url`` (a base URL or the card's own), read within ``timeout`` seconds and
+    ``max_bytes``: the first contact with an agent is as bounded as every later call."""
     address = card_url(url)
-    try:
-        response = await client.get(address, timeout=timeout)
-    except httpx.HTTPError as exc:
-        raise translate_httpx_error(exc, address) from exc
+    request = client.build_request("GET", address)
+    response, body = await exchange(client, request, timeout=timeout, max_bytes=max_bytes)
     if response.status_code != 200:
-        raise http_error(response, response.content)
+        raise http_error(response, body)
     try:
-        card: AgentCard = decoder_for(AgentCard).decode(response.content)
+        card: AgentCard = decoder_for(AgentCard).decode(body)
         return card
     except (msgspec.DecodeError, msgspec.ValidationError) as exc:
         raise InvalidResponseError(f"{address} is not a valid A2A 1.0 agent card: {exc}") from exc

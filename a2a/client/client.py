@@ -20,7 +20,7 @@ from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..telemetry import tracing
-from ..transport.base import ClientTransport, StreamItem
+from ..transport.base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
 from ..transport.http import JsonRpcTransport, RestTransport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
@@ -35,15 +35,17 @@ log = logging.getLogger("a2a.client")
 
 
 def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
-    return JsonRpcTransport(client._http, interface.url, interface.tenant)
+    return JsonRpcTransport(client._http, interface.url, interface.tenant, **client._http_limits())
 
 
 def _rest(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
-    return RestTransport(client._http, interface.url, interface.tenant)
+    return RestTransport(client._http, interface.url, interface.tenant, **client._http_limits())
 
 
 def _websocket(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
-    return WebSocketTransport(interface.url, headers=client._connection_headers(), tenant=interface.tenant)
+    return WebSocketTransport(
+        interface.url, headers=client._connection_headers(), tenant=interface.tenant, **client._connection_limits()
+    )
 
 
 #: protocolBinding → how to make its transport for an interface of the card.
@@ -154,6 +156,11 @@ class A2AClient:
     A ``ws://`` / ``wss://`` URL connects over WebSocket directly, and ``stdio:COMMAND LINE``
     (or ``A2AClient.stdio(argv)``) runs the agent as a child process; both ask the agent for
     its card over the connection.
+
+    Every call is bounded: ``timeout`` seconds from its first byte sent to the last byte of
+    its answer, ``max_response_bytes`` of answer (the card included; on a stream, per event),
+    and a stream is given up (then resumed from its last event id) when nothing, not even a
+    heartbeat, arrived for ``idle_timeout`` seconds.
     """
 
     supported_bindings: tuple[str, ...] = tuple(_TRANSPORTS)
@@ -170,6 +177,8 @@ class A2AClient:
         binding: str | None = None,
         headers: Mapping[str, str] | None = None,
         http_client: httpx.AsyncClient | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
     ) -> None:
         if url is None and card is None and transport is None:
             raise ValueError("A2AClient needs a url, a card or a transport")
@@ -177,6 +186,8 @@ class A2AClient:
         self.card = card
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
+        self.max_response_bytes = max_response_bytes
+        self.idle_timeout = idle_timeout
         self.binding = _BINDING_ALIASES.get(binding.upper(), binding) if binding else None
         self._credentials = credentials
         self._transport = transport
@@ -209,20 +220,29 @@ class A2AClient:
         credentials = self._credentials.headers(self.card) if self._credentials is not None else {}
         return {**self._headers, **credentials}
 
+    def _http_limits(self) -> dict[str, Any]:
+        return {"max_response_bytes": self.max_response_bytes, "idle_timeout": self.idle_timeout}
+
+    def _connection_limits(self) -> dict[str, Any]:
+        return {"max_message_bytes": self.max_response_bytes, "idle_timeout": self.idle_timeout}
+
     async def connect(self) -> ClientTransport:
         """Resolve the card and choose the interface (done once, on first use)."""
         if self._transport is not None:
             return self._transport
         async with self._connect_lock:
             if self._transport is None and self.card is None and self.url and is_connection_target(self.url):
-                self._transport = transport_for_target(self.url, headers=self._connection_headers())
+                self._transport = transport_for_target(
+                    self.url, headers=self._connection_headers(), **self._connection_limits()
+                )
             if self._transport is None:
                 if self.card is None:
                     if self.url is None:
                         raise CardResolutionError("no card and no url to discover one from")
                     url = self.url
                     self.card = await self.retry.run(
-                        lambda: fetch_card(self._http, url, timeout=self.timeout), what=f"card of {url}"
+                        lambda: fetch_card(self._http, url, timeout=self.timeout, max_bytes=self.max_response_bytes),
+                        what=f"card of {url}",
                     )
                 if self._credentials is not None:
                     self._http.headers.update(self._credentials.headers(self.card))
@@ -299,7 +319,11 @@ class A2AClient:
         (``Last-Event-ID``), so the caller gets every event once, in order, as long as the server
         still retains them. A task that ended while we were away (with ``settle``: also one that
         had ended before) is delivered as its final ``Task``. The error that ends a stream for
-        good says where it stood (``TransportError.task_id`` and ``last_event_id``)."""
+        good says where it stood (``TransportError.task_id`` and ``last_event_id``).
+
+        A stream that breaks again and again without a new event (a peer that answers, then
+        falls silent) is given up after ``retry.max_attempts`` resumptions in a row that
+        delivered nothing new."""
         transport = await self.connect()
         per_call = self.timeout if timeout is None else timeout
         position = position or _StreamPosition()
@@ -307,6 +331,7 @@ class A2AClient:
         # A SendStreamingMessage ends at an interrupted state; resumed with SubscribeToTask,
         # which stays open until the task ends, it must still end there.
         ends_when_interrupted = method == "SendStreamingMessage"
+        fruitless = 0  # resumptions in a row that delivered no new event
         while True:
             try:
                 events, item = await self.retry.run(
@@ -321,16 +346,19 @@ class A2AClient:
             except TransportError as exc:
                 position.mark(exc)
                 raise
+            progressed = False
             try:
                 while item is not None:
                     if position.fresh(item):
+                        progressed = True
                         yield item
                         if ends_when_interrupted and _interrupted(item.event):
                             return
                     item = await anext(events, None)
                 return
             except TransportError as exc:
-                if not exc.retryable or not position.resumable:
+                fruitless = 0 if progressed else fruitless + 1
+                if not exc.retryable or not position.resumable or fruitless > self.retry.max_attempts:
                     position.mark(exc)
                     raise
                 log.info("stream of task %s broke (%s); resuming after event %s", position.task_id, exc, position.seq)

@@ -4,7 +4,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-__all__ = ["SSEDecoder", "SSEEvent", "encode_event"]
+__all__ = ["HEARTBEAT", "SSEDecoder", "SSEEvent", "encode_event"]
+
+#: A comment line and the blank line after it: a sign of life on a quiet stream, which no
+#: client dispatches as an event (a2a-net's client counts it against its idle timeout).
+HEARTBEAT = b": keepalive\n\n"
 
 
 def encode_event(data: bytes, *, event_id: str | None = None, event: str | None = None) -> bytes:
@@ -27,10 +31,17 @@ class SSEEvent:
 
 class SSEDecoder:
     """Feed bytes as they arrive; get complete events back. Handles CRLF, CR and LF line ends,
-    lines split across chunks, and refuses an event larger than ``max_event_bytes``."""
+    lines split across chunks, and refuses an event larger than ``max_event_bytes``.
 
-    def __init__(self, max_event_bytes: int = 16 * 1024 * 1024) -> None:
+    ``comments`` counts the comment lines seen (heartbeats: the stream is alive). ``strict``
+    refuses a line that is not UTF-8 (``ValueError``) where the SSE specification replaces the
+    bad bytes: for a client whose events are JSON, such bytes mean the peer is not sending an
+    event stream at all.
+    """
+
+    def __init__(self, max_event_bytes: int = 16 * 1024 * 1024, *, strict: bool = False) -> None:
         self._buffer = bytearray()
+        self._scanned = 0  # bytes of the buffer known to hold no line end: not searched again
         self._skip_lf = False  # the last chunk ended in CR: a leading LF belongs to that line end
         self._data: list[str] = []
         self._event = ""
@@ -38,7 +49,9 @@ class SSEDecoder:
         self._retry: int | None = None
         self._size = 0
         self._max = max_event_bytes
+        self._errors = "strict" if strict else "replace"
         self.last_event_id: str | None = None
+        self.comments = 0
 
     def feed(self, chunk: bytes) -> list[SSEEvent]:
         if self._skip_lf and chunk:
@@ -50,7 +63,7 @@ class SSEDecoder:
         start = 0
         buf = self._buffer
         while True:
-            end = _line_end(buf, start)
+            end = _line_end(buf, max(start, self._scanned))
             if end < 0:
                 break
             line = bytes(buf[start:end])
@@ -65,6 +78,7 @@ class SSEDecoder:
             if event is not None:
                 events.append(event)
         del buf[:start]
+        self._scanned = len(buf)
         if len(buf) + self._size > self._max:
             raise ValueError(f"SSE event larger than {self._max} bytes")
         return events
@@ -72,8 +86,12 @@ class SSEDecoder:
     def _process(self, raw: bytes) -> SSEEvent | None:
         if not raw:
             return self._dispatch()
-        line = raw.decode("utf-8", errors="replace")
+        try:
+            line = raw.decode("utf-8", errors=self._errors)
+        except UnicodeDecodeError as exc:
+            raise ValueError(f"not an event stream: a line that is not UTF-8 ({exc.reason})") from None
         if line.startswith(":"):
+            self.comments += 1
             return None
         name, _, value = line.partition(":")
         if value.startswith(" "):

@@ -41,6 +41,7 @@ from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
 from .health import HEALTHZ_PATH, READYZ_PATH, Health
+from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
 from .http_rest import RestBinding, rest_error_body
 from .metrics import Metrics, TimedStore
@@ -90,6 +91,9 @@ class ServerConfig:
     access_log: bool = False
     #: Prometheus text at ``GET /metrics`` (``a2a serve --metrics``). Off: nothing is recorded.
     metrics: bool = False
+    #: Seconds between heartbeat comments on an SSE stream (``None``: none), so that clients
+    #: and proxies that bound a stream's silence keep quiet but live streams open.
+    sse_heartbeat: float | None = DEFAULT_SSE_HEARTBEAT
 
 
 @dataclass(frozen=True, slots=True)
@@ -257,8 +261,11 @@ class A2AServer:
         to do, in order, to start and to stop."""
         limit = self.config.max_body_bytes
         depth = self.config.max_json_depth
-        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, max_json_depth=depth)
-        rest = RestBinding(self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth)
+        heartbeat = self.config.sse_heartbeat
+        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, max_json_depth=depth, heartbeat=heartbeat)
+        rest = RestBinding(
+            self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth, heartbeat=heartbeat
+        )
         get = frozenset({"GET", "HEAD"})
         card = functools.partial(self._request_card, mount=mount)
         links = {"health": mount + HEALTHZ_PATH, "ready": mount + READYZ_PATH}

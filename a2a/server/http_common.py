@@ -2,21 +2,25 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
 from ..errors import InternalError, PayloadTooLargeError, ProtocolError
-from ..protocol.sse import encode_event
+from ..protocol.sse import HEARTBEAT, encode_event
 from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
 
-__all__ = ["SSE_HEADERS", "first_event", "gate", "read_body", "write_sse"]
+__all__ = ["DEFAULT_SSE_HEARTBEAT", "SSE_HEADERS", "first_event", "gate", "read_body", "write_sse"]
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
+#: Seconds between two heartbeat comments on an event stream: well inside the client's idle
+#: timeout (60 s by default) and the idle timeouts of common proxies.
+DEFAULT_SSE_HEARTBEAT = 15.0
 
 
 _NO_QUERY: Mapping[str, str] = {}
@@ -54,16 +58,22 @@ async def write_sse(
     rest: AsyncIterator[LoggedEvent],
     frame: Callable[[LoggedEvent], bytes],
     error_frame: Callable[[ProtocolError], bytes],
+    heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
 ) -> web.StreamResponse:
     """Send events as SSE, each with its sequence number as ``id``; ends when the stream ends.
 
     A stream that fails ends with its error as an ``error`` event (the handler raises only
     ``ProtocolError``). A client that goes away stops only its own stream; the task goes on.
+    Every ``heartbeat`` seconds a comment goes out too, so that a client (or a proxy) that
+    bounds a stream's silence does not cut a quiet but live one.
     """
     response = web.StreamResponse(headers=SSE_HEADERS)
+    beating: asyncio.Task[None] | None = None
     try:
         await response.prepare(request)
         await response.write(_sse(first, frame))
+        if heartbeat is not None:
+            beating = asyncio.get_running_loop().create_task(_beat(response, heartbeat))
         async for logged in rest:
             await response.write(_sse(logged, frame))
     except (ConnectionResetError, ConnectionError):
@@ -71,10 +81,22 @@ async def write_sse(
     except ProtocolError as exc:
         await _try_write(response, encode_event(error_frame(exc), event="error"))
     finally:
+        if beating is not None:
+            beating.cancel()
+            await asyncio.wait([beating])
         await rest.aclose()  # type: ignore[attr-defined]
     with contextlib.suppress(ConnectionError):
         await response.write_eof()
     return response
+
+
+async def _beat(response: web.StreamResponse, interval: float) -> None:
+    """A heartbeat comment every ``interval`` seconds, beside the events. Each write puts its
+    bytes on the connection whole before it waits, so a heartbeat never splits an event."""
+    with contextlib.suppress(ConnectionError):
+        while True:
+            await asyncio.sleep(interval)
+            await response.write(HEARTBEAT)
 
 
 def _sse(logged: LoggedEvent, frame: Callable[[LoggedEvent], bytes]) -> bytes:

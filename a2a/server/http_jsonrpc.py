@@ -14,7 +14,7 @@ from ..types import RequestId
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import first_event, gate, read_body, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
 
@@ -36,11 +36,13 @@ class JsonRpcBinding:
         max_body: int,
         *,
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+        heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
     ) -> None:
         self.handler = handler
         self.authenticator = authenticator
         self.max_body = max_body
         self.max_json_depth = max_json_depth
+        self.heartbeat = heartbeat
 
     def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
@@ -104,4 +106,6 @@ class JsonRpcBinding:
         def frame(logged: LoggedEvent) -> bytes:
             return prefix + logged.body + b"}"
 
-        return await write_sse(request, first, events, frame, lambda err: encode_error(request_id, err))
+        return await write_sse(
+            request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
+        )

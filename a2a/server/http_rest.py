@@ -13,7 +13,7 @@ from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import first_event, gate, read_body, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -35,9 +35,11 @@ class RestBinding:
         prefix: str,
         *,
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
+        heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
     ) -> None:
         self.handler = handler
         self.max_json_depth = max_json_depth
+        self.heartbeat = heartbeat
         #: Where the binding is mounted: the path after it names the operation.
         self._tail_from = len(prefix.rstrip("/")) + 1
         self.authenticator = authenticator
@@ -88,4 +90,4 @@ class RestBinding:
         def frame(logged: LoggedEvent) -> bytes:
             return logged.body
 
-        return await write_sse(request, first, events, frame, rest.encode_error)
+        return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)

@@ -6,10 +6,18 @@ import abc
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
 from ..protocol.methods import MethodSpec
 from ..types import StreamResponse
 
-__all__ = ["ClientTransport", "StreamItem"]
+__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES", "ClientTransport", "StreamItem"]
+
+#: The largest answer a client reads (an HTTP body, one SSE event, one WebSocket message or
+#: stdio line): the 16 MiB every a2a-net peer is expected to accept.
+DEFAULT_MAX_RESPONSE_BYTES = DEFAULT_MAX_LINE_BYTES
+#: Seconds a stream may go without an event or a heartbeat before the client gives up on the
+#: connection (and resumes the stream on a new one). a2a-net servers send a heartbeat every 15 s.
+DEFAULT_IDLE_TIMEOUT = 60.0
 
 
 class StreamItem:

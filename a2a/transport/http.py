@@ -2,13 +2,19 @@
 
 They share one ``httpx.AsyncClient`` (connection pool, headers) and one translation of
 httpx's failures into our errors; they differ only in how a call is framed.
+
+Every answer is read within bounds: its body within ``max_response_bytes`` (decoded bytes:
+``body.read_body``), a call within its ``timeout`` from the first byte sent to the last byte
+read (``exchange``), and an event stream within ``idle_timeout`` between signs of life (an
+event or a heartbeat comment).
 """
 
 from __future__ import annotations
 
 import abc
-from collections.abc import AsyncIterator, Mapping
-from typing import Any
+import asyncio
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from typing import Any, TypeVar
 
 import httpx
 
@@ -18,10 +24,16 @@ from ..errors import HTTPStatusError, InvalidResponseError, ProtocolError, Reque
 from ..protocol import rest
 from ..protocol.jsonrpc import RequestIdCounter, decode_response, encode_request
 from ..protocol.methods import MethodSpec, with_tenant
-from ..protocol.sse import SSEDecoder
-from .base import ClientTransport, StreamItem
+from ..protocol.sse import SSEDecoder, SSEEvent
+from .base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
+from .body import ACCEPT_ENCODING, decoded_chunks, read_body
 
-__all__ = ["JsonRpcTransport", "RestTransport", "http_error", "translate_httpx_error"]
+__all__ = ["JsonRpcTransport", "RestTransport", "exchange", "http_error", "translate_httpx_error"]
+
+T = TypeVar("T")
+
+#: Bytes of a stream that count as a sign of life even before they complete an event.
+_BULK = 64 * 1024
 
 
 def translate_httpx_error(exc: httpx.HTTPError, url: str) -> Exception:
@@ -47,16 +59,92 @@ def http_error(response: httpx.Response, body: bytes) -> Exception:
     )
 
 
+class _Deadline:
+    """One ``timeout`` over a whole exchange: connecting, sending, and reading the answer to its
+    last byte. httpx's own timeouts bound each socket operation, so a peer that drips a byte a
+    second would hold a call for ever under them.
+
+    Running out before a connection was made is a retryable ``TransportError``, as httpx's
+    connect timeout is; running out after is ``RequestTimeoutError``. Which one: httpcore's
+    trace says when the request starts going out on a connection.
+    """
+
+    def __init__(self, request: httpx.Request, timeout: float | None) -> None:
+        self.url = str(request.url)
+        self.timeout = timeout
+        self.connected = False
+        if timeout is not None:
+            request.extensions["trace"] = self._trace
+
+    async def _trace(self, event: str, info: Mapping[str, Any]) -> None:
+        if not self.connected and event.startswith(("http11.", "http2.")):
+            self.connected = True
+
+    async def run(self, work: Awaitable[T]) -> T:
+        try:
+            async with asyncio.timeout(self.timeout):
+                return await work
+        except TimeoutError as exc:
+            if not self.connected:
+                raise TransportError(f"Timed out connecting to {self.url}", retryable=True) from exc
+            raise RequestTimeoutError(f"{self.url} did not answer in full within {self.timeout}s") from exc
+        except httpx.HTTPError as exc:
+            raise translate_httpx_error(exc, self.url) from exc
+
+
+async def exchange(
+    client: httpx.AsyncClient, request: httpx.Request, *, timeout: float | None, max_bytes: int
+) -> tuple[httpx.Response, bytes]:
+    """Send ``request`` and read its whole answer: within ``timeout`` seconds from start to end,
+    and ``max_bytes`` of (decoded) body. Raises ``TransportError`` / ``RequestTimeoutError`` /
+    ``InvalidResponseError`` (too large, or an encoding we did not ask for)."""
+    if timeout is not None:
+        request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
+    request.headers["Accept-Encoding"] = ACCEPT_ENCODING  # only what ``read_body`` inflates in bounded steps
+    return await _Deadline(request, timeout).run(_send_and_read(client, request, max_bytes))
+
+
+async def _send_and_read(
+    client: httpx.AsyncClient, request: httpx.Request, max_bytes: int
+) -> tuple[httpx.Response, bytes]:
+    response = await client.send(request, stream=True)
+    try:
+        return response, await read_body(response, max_bytes)
+    finally:
+        # Closing before the end drops the connection: the rest of a refused body is never read.
+        await response.aclose()
+
+
+def _is_event_stream(response: httpx.Response) -> bool:
+    content_type: str = response.headers.get("content-type", "")
+    return content_type.startswith("text/event-stream")
+
+
 class _HttpTransport(ClientTransport):
-    """A call and a stream over HTTP; the subclass frames them (``_request`` and the decoding)."""
+    """A call and a stream over HTTP; the subclass frames them (``_request`` and the decoding).
+
+    ``max_response_bytes`` bounds every answer body (and each event of a stream);
+    ``idle_timeout`` ends a stream on which nothing, not even a heartbeat, arrived for that
+    long, with a retryable error (the client resumes it from its last event id).
+    """
 
     #: What ``call`` asks for (``Accept``).
     media_type: str
 
-    def __init__(self, client: httpx.AsyncClient, url: str, tenant: str | None = None) -> None:
+    def __init__(
+        self,
+        client: httpx.AsyncClient,
+        url: str,
+        tenant: str | None = None,
+        *,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+    ) -> None:
         self._client = client
         self.url = url.rstrip("/")
         self.tenant = tenant
+        self.max_response_bytes = max_response_bytes
+        self.idle_timeout = idle_timeout
 
     @abc.abstractmethod
     def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request: ...
@@ -78,10 +166,10 @@ class _HttpTransport(ClientTransport):
         """The error an SSE ``error`` event carries."""
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
-        response = await self._send(self._request(method, params, self.media_type), timeout)
-        body = response.content
+        request = self._request(method, params, self.media_type)
+        response, body = await exchange(self._client, request, timeout=timeout, max_bytes=self.max_response_bytes)
         self._check(response, body)
-        return self._result(body, method.result_type)
+        return _naming(response, self._result, body, method.result_type)
 
     async def stream(
         self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None
@@ -89,46 +177,91 @@ class _HttpTransport(ClientTransport):
         request = self._request(method, params, "text/event-stream")
         if last_event_id is not None:
             request.headers["Last-Event-ID"] = str(last_event_id)
-        response = await self._open_stream(request, timeout)
-        if not response.headers.get("content-type", "").startswith("text/event-stream"):
-            body = await response.aread()
-            await response.aclose()
+        response, body = await self._open_stream(request, timeout)
+        if body is not None:
             self._check(response, body)
-            yield self._unstreamed(response, body)
+            yield _naming(response, self._unstreamed, response, body)
             return
+        delivered = False
         async for kind, data, event_id in self._events(response):
             if kind == "error":
                 raise self._stream_error(data)
-            yield StreamItem(self._result(data, t.StreamResponse), event_id)
+            yield StreamItem(_naming(response, self._result, data, t.StreamResponse), event_id)
+            delivered = True
+        if not delivered:
+            # A2A streams start with a task or a message: an empty one is a broken peer.
+            raise InvalidResponseError(f"{response.request.url} ended its event stream without any event")
 
-    async def _send(self, request: httpx.Request, timeout: float | None) -> httpx.Response:
-        if timeout is not None:
-            request.extensions["timeout"] = httpx.Timeout(timeout).as_dict()
-        try:
-            return await self._client.send(request)
-        except httpx.HTTPError as exc:
-            raise translate_httpx_error(exc, str(request.url)) from exc
+    async def _open_stream(self, request: httpx.Request, timeout: float | None) -> tuple[httpx.Response, bytes | None]:
+        """The response once its headers are in (and its whole body, when it is not an event
+        stream), within ``timeout``; the events that follow are bounded by the idle timeout."""
+        request.extensions["timeout"] = httpx.Timeout(timeout, read=None).as_dict()
+        request.headers["Accept-Encoding"] = ACCEPT_ENCODING
+        return await _Deadline(request, timeout).run(self._start_stream(request))
 
-    async def _open_stream(self, request: httpx.Request, timeout: float | None) -> httpx.Response:
-        # A stream may stay quiet for long: only connecting is bounded by the call timeout.
-        request.extensions["timeout"] = httpx.Timeout(None, connect=timeout).as_dict()
+    async def _start_stream(self, request: httpx.Request) -> tuple[httpx.Response, bytes | None]:
+        response = await self._client.send(request, stream=True)
+        if _is_event_stream(response):
+            return response, None
         try:
-            return await self._client.send(request, stream=True)
-        except httpx.HTTPError as exc:
-            raise translate_httpx_error(exc, str(request.url)) from exc
-
-    async def _events(self, response: httpx.Response) -> AsyncIterator[tuple[str, str, str | None]]:
-        decoder = SSEDecoder()
-        try:
-            async for chunk in response.aiter_raw():
-                for event in decoder.feed(chunk):
-                    yield event.event, event.data, event.id
-        except httpx.HTTPError as exc:
-            raise translate_httpx_error(exc, str(response.request.url)) from exc
-        except ValueError as exc:
-            raise InvalidResponseError(str(exc)) from exc
+            return response, await read_body(response, self.max_response_bytes)
         finally:
             await response.aclose()
+
+    async def _events(self, response: httpx.Response) -> AsyncIterator[tuple[str, str, str | None]]:
+        url = str(response.request.url)
+        decoder = SSEDecoder(self.max_response_bytes, strict=True)
+        chunks = decoded_chunks(response)
+        idle = self.idle_timeout
+        loop = asyncio.get_running_loop()
+        try:
+            while True:
+                # The idle clock runs only while we wait for the server, not while the caller
+                # handles an event.
+                deadline = None if idle is None else loop.time() + idle
+                try:
+                    async with asyncio.timeout_at(deadline):
+                        events = await _until_alive(chunks, decoder)
+                except TimeoutError:
+                    raise TransportError(
+                        f"{url} sent no event and no heartbeat for {idle}s (idle_timeout)", retryable=True
+                    ) from None
+                if events is None:
+                    return
+                for event in events:
+                    yield event.event, event.data, event.id
+        except httpx.HTTPError as exc:
+            raise translate_httpx_error(exc, url) from exc
+        except ValueError as exc:
+            raise InvalidResponseError(f"{url}: {exc}") from exc
+        finally:
+            await chunks.aclose()  # type: ignore[attr-defined]
+            await response.aclose()
+
+
+async def _until_alive(chunks: AsyncIterator[bytes], decoder: SSEDecoder) -> list[SSEEvent] | None:
+    """Feed ``decoder`` until the stream shows it is alive: the events it completed (maybe
+    none), or ``None`` at the end of the stream. Signs of life are an event, a heartbeat
+    comment, or 64 KiB of an event still arriving (a large event on a slow link is not cut);
+    a peer that drips a few bytes at a time is as idle as a silent one."""
+    comments = decoder.comments
+    received = 0
+    while True:
+        chunk = await anext(chunks, None)
+        if chunk is None:
+            return None
+        events = decoder.feed(chunk)
+        received += len(chunk)
+        if events or decoder.comments != comments or received >= _BULK:
+            return events
+
+
+def _naming(response: httpx.Response, decode: Callable[..., T], *args: Any) -> T:
+    """``decode(*args)``, with an ``InvalidResponseError`` saying which URL sent the bad answer."""
+    try:
+        return decode(*args)
+    except InvalidResponseError as exc:
+        raise InvalidResponseError(f"{response.request.url}: {exc}") from exc
 
 
 class JsonRpcTransport(_HttpTransport):
@@ -136,8 +269,8 @@ class JsonRpcTransport(_HttpTransport):
 
     media_type = "application/json"
 
-    def __init__(self, client: httpx.AsyncClient, url: str, tenant: str | None = None) -> None:
-        super().__init__(client, url, tenant)
+    def __init__(self, client: httpx.AsyncClient, url: str, tenant: str | None = None, **limits: Any) -> None:
+        super().__init__(client, url, tenant, **limits)
         self._ids = RequestIdCounter()
 
     def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:

@@ -207,12 +207,15 @@ class LineTransport(ConnectionTransport):
     # ---- calls -------------------------------------------------------------------------
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
+        started = asyncio.get_running_loop().time()
         mux = await self._running(timeout)
-        return await mux.call(method.name, with_tenant(params, self.tenant), method.result_type, timeout=timeout)
+        params = with_tenant(params, self.tenant)
+        return await mux.call(method.name, params, method.result_type, timeout=timeout, since=started)
 
     async def get_card(self, *, timeout: float | None) -> t.AgentCard:
+        started = asyncio.get_running_loop().time()
         mux = await self._running(timeout)
-        return await mux.get_card(timeout=timeout)
+        return await mux.get_card(timeout=timeout, since=started)
 
     async def stream(
         self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None

@@ -118,15 +118,24 @@ class Multiplexer:
             pending.done = True
             self._slots.release()
 
-    async def call(self, method: str, params: Any, result_type: type | None, *, timeout: float | None) -> Any:
-        """One unary call; the peer's error is raised as the matching ``ProtocolError``."""
-        request_id, pending = await self._open(method, params, False)
-        assert pending.future is not None
+    async def call(
+        self, method: str, params: Any, result_type: type | None, *, timeout: float | None, since: float | None = None
+    ) -> Any:
+        """One unary call; the peer's error is raised as the matching ``ProtocolError``.
+
+        ``timeout`` covers waiting for a slot and for the connection to take the request too (a
+        peer that stops reading must not hold the call), from ``since`` (loop time) when the
+        call began before (connecting counts against it)."""
+        loop = asyncio.get_running_loop()
+        deadline = None if timeout is None else (loop.time() if since is None else since) + timeout
         try:
-            frame = await asyncio.wait_for(asyncio.shield(pending.future), timeout)
+            async with asyncio.timeout_at(deadline):
+                _, pending = await self._open(method, params, False)
+                assert pending.future is not None
+                frame = await asyncio.shield(pending.future)
         except TimeoutError:
             # The answer may still come; it is dropped then (and frees the slot).
-            raise RequestTimeoutError(f"no answer to {method} (id {request_id}) within {timeout}s") from None
+            raise RequestTimeoutError(f"no answer to {method} within {timeout}s") from None
         return decode_result(frame.error, frame.result, result_type)
 
     async def stream(self, method: str, params: Any, last_event_id: int | None = None) -> AsyncIterator[StreamEvent]:
@@ -158,8 +167,9 @@ class Multiplexer:
         except Exception as exc:  # noqa: BLE001 - best effort: the connection may be going away
             log.debug("could not send $/cancel for %s: %s", request_id, exc)
 
-    async def get_card(self, *, timeout: float | None) -> t.AgentCard:
-        card: t.AgentCard = await self.call(GET_CARD_METHOD, GetAgentCardParams(), t.AgentCard, timeout=timeout)
+    async def get_card(self, *, timeout: float | None, since: float | None = None) -> t.AgentCard:
+        params = GetAgentCardParams()
+        card: t.AgentCard = await self.call(GET_CARD_METHOD, params, t.AgentCard, timeout=timeout, since=since)
         return card
 
     # ---- receiving ---------------------------------------------------------------------

@@ -11,6 +11,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Mapping
 
+from .base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES
 from .multiplex import ConnectionTransport
 from .stdio import StdioTransport
 from .ws import WebSocketTransport
@@ -39,9 +40,19 @@ def stdio_argv(target: str) -> list[str]:
     return argv
 
 
-def transport_for_target(target: str, *, headers: Mapping[str, str]) -> ConnectionTransport:
+def transport_for_target(
+    target: str,
+    *,
+    headers: Mapping[str, str],
+    max_message_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
+    idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
+) -> ConnectionTransport:
+    """The transport for a connection target. ``idle_timeout`` bounds a WebSocket peer's silence
+    (a child process over stdio is watched instead: its exit ends every call at once)."""
     if target.startswith(STDIO_PREFIX):
-        return StdioTransport(stdio_argv(target), headers=headers)
+        return StdioTransport(stdio_argv(target), headers=headers, max_line_bytes=max_message_bytes)
     if target.startswith(("ws://", "wss://")):
-        return WebSocketTransport(target, headers=headers)
+        return WebSocketTransport(
+            target, headers=headers, max_message_bytes=max_message_bytes, idle_timeout=idle_timeout
+        )
     raise ValueError(f"{target!r} is neither a ws:// or wss:// URL nor a stdio: command line")

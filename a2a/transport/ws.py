@@ -23,7 +23,7 @@ from ..protocol.connection import MAX_IN_FLIGHT_HEADER, WEBSOCKET_BINDING
 from ..protocol.jsonrpc import decode_response
 from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
 from ..protocol.methods import MethodSpec
-from .base import StreamItem
+from .base import DEFAULT_IDLE_TIMEOUT, StreamItem
 from .multiplex import DEFAULT_MAX_IN_FLIGHT, ConnectionTransport, Multiplexer, with_tenant
 
 __all__ = ["WebSocketTransport"]
@@ -103,8 +103,7 @@ class WebSocketTransport(ConnectionTransport):
         tenant: str | None = None,
         max_in_flight: int = DEFAULT_MAX_IN_FLIGHT,
         max_message_bytes: int = DEFAULT_MAX_LINE_BYTES,
-        ping_interval: float | None = 20.0,
-        ping_timeout: float | None = 20.0,
+        idle_timeout: float | None = DEFAULT_IDLE_TIMEOUT,
         open_timeout: float = 10.0,
     ) -> None:
         self.url = url
@@ -112,8 +111,7 @@ class WebSocketTransport(ConnectionTransport):
         self.tenant = tenant
         self.max_in_flight = max_in_flight
         self.max_message_bytes = max_message_bytes
-        self.ping_interval = ping_interval
-        self.ping_timeout = ping_timeout
+        self.idle_timeout = idle_timeout
         self.open_timeout = open_timeout
         self._conn: _Connection | None = None
         self._lock = asyncio.Lock()
@@ -143,9 +141,13 @@ class WebSocketTransport(ConnectionTransport):
                 compression=None,
                 max_size=self.max_message_bytes,
                 open_timeout=timeout or self.open_timeout,
-                ping_interval=self.ping_interval,
-                ping_timeout=self.ping_timeout,
-                close_timeout=_CLOSE_TIMEOUT,
+                # The idle bound of every stream on the connection: a ping every half of it, and
+                # no pong within the other half drops the connection (retryable: the client
+                # resumes its streams). A live peer keeps quiet streams open.
+                ping_interval=None if self.idle_timeout is None else self.idle_timeout / 2,
+                ping_timeout=None if self.idle_timeout is None else self.idle_timeout / 2,
+                # A peer that gave no sign of life for the idle timeout is not waited for long.
+                close_timeout=_CLOSE_TIMEOUT if self.idle_timeout is None else min(_CLOSE_TIMEOUT, self.idle_timeout),
             )
         except InvalidStatus as exc:
             raise _refused(exc, self.url) from exc
@@ -178,12 +180,15 @@ class WebSocketTransport(ConnectionTransport):
     # ---- calls -------------------------------------------------------------------------
 
     async def call(self, method: MethodSpec, params: Any, *, timeout: float | None) -> Any:
+        started = asyncio.get_running_loop().time()
         conn = await self._connection(timeout)
-        return await conn.mux.call(method.name, with_tenant(params, self.tenant), method.result_type, timeout=timeout)
+        params = with_tenant(params, self.tenant)
+        return await conn.mux.call(method.name, params, method.result_type, timeout=timeout, since=started)
 
     async def get_card(self, *, timeout: float | None) -> t.AgentCard:
+        started = asyncio.get_running_loop().time()
         conn = await self._connection(timeout)
-        return await conn.mux.get_card(timeout=timeout)
+        return await conn.mux.get_card(timeout=timeout, since=started)
 
     async def stream(
         self, method: MethodSpec, params: Any, *, timeout: float | None, last_event_id: int | None = None

@@ -78,12 +78,18 @@ def test_supervise_help_and_client_commands_do_not_load_langgraph() -> None:
 
 
 def test_the_cli_default_limits_are_the_servers() -> None:
-    from a2a.cli.main import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_DEPTH
+    from a2a.cli import options
+    from a2a.cli.main import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_DEPTH, DEFAULT_SSE_HEARTBEAT
     from a2a.protocol.nesting import DEFAULT_MAX_JSON_DEPTH as DEPTH_DEFAULT
     from a2a.server.app import DEFAULT_MAX_BODY_BYTES as SERVER_DEFAULT
+    from a2a.server.http_common import DEFAULT_SSE_HEARTBEAT as HEARTBEAT_DEFAULT
+    from a2a.transport import base
 
     assert DEFAULT_MAX_BODY_BYTES == SERVER_DEFAULT
     assert DEFAULT_MAX_JSON_DEPTH == DEPTH_DEFAULT
+    assert DEFAULT_SSE_HEARTBEAT == HEARTBEAT_DEFAULT
+    assert options.DEFAULT_IDLE_TIMEOUT == base.DEFAULT_IDLE_TIMEOUT
+    assert options.DEFAULT_MAX_RESPONSE_BYTES == base.DEFAULT_MAX_RESPONSE_BYTES
 
 
 # ---- the serve banner ---------------------------------------------------------------------------
