@@ -107,13 +107,6 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
     )
     serve.add_argument("--credentials-file", help="file of 'principal:secret' lines for the --auth schemes")
     serve.add_argument(
-        "--sse-heartbeat",
-        type=float,
-        default=DEFAULT_SSE_HEARTBEAT,
-        metavar="SECONDS",
-        help="a heartbeat comment on every SSE stream this often (default 15; 0: none)",
-    )
-    serve.add_argument(
         "--no-push", action="store_true", help="do not offer push notifications (they are on by default)"
     )
     serve.add_argument(

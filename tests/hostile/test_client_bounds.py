@@ -570,7 +570,8 @@ async def test_websocket_streams_are_bounded_by_the_keepalive() -> None:
 
 
 async def test_the_command_line_sets_the_bounds() -> None:
-    from a2a.cli.main import _client, _parser
+    from a2a.cli.commands import _client
+    from a2a.cli.main import _parser
 
     args = _parser().parse_args(["card", "http://127.0.0.1:1", "--max-response-bytes", "1000", "--idle-timeout", "0"])
     async with _client(args) as client:
