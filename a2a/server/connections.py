@@ -178,10 +178,10 @@ class GuardedServer(web.Server):
         framing: Callable[[str], ErrorFraming],
         **kwargs: Any,
     ) -> None:
-        # aiohttp's "lingering" reads the rest of an unread body for a while: our drain, whose
-        # byte bound the connection keeps. (Not aiohttp's keep-alive timer: the connection's
-        # own deadline covers idleness.)
-        super().__init__(handler, auto_decompress=False, lingering_time=limits.drain_timeout, **kwargs)
+        # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
+        # connection throws it away itself. Not aiohttp's keep-alive timer either: the
+        # connection's own deadline covers idleness.
+        super().__init__(handler, auto_decompress=False, lingering_time=0, **kwargs)
         self.limits = limits
         #: The most bytes of a refused body thrown away before the connection is closed.
         self.drain_bytes = max(max_body, _DRAIN_BYTES_FLOOR)
@@ -288,33 +288,48 @@ class _GuardedConnection(RequestHandler):
     async def finish_response(
         self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
     ) -> tuple[web.StreamResponse, bool]:
+        # Answered before its body was read whole (refused, or timed out): the connection ends
+        # after this answer, and says so.
+        unread = self._client is not None and not self._upgraded and not request.content.is_eof()
+        if unread and not resp.prepared:
+            resp.force_close()
         answered = await super().finish_response(request, resp, start_time)
-        if self._phase == _TIMED_OUT:
-            self.force_close()  # after the 408 just sent: the rest of that body is not read
-        elif self._client is not None and not self._upgraded and not self._messages:
-            if not request.content.is_eof() and request.content.exception() is None:
-                self._phase, self._body, self._drain_left = _DRAINING, request.content, self._server.drain_bytes
-                self._deadline = None  # aiohttp's lingering time bounds it
-            else:
-                self._waiting()
+        if self._client is None or self._upgraded:
+            return answered
+        if unread:
+            self._discard_rest()
+        elif not self._messages:
+            self._waiting()
         return answered
 
     def _waiting(self) -> None:
-        """Kept alive (or about to be closed by aiohttp): waiting for the next request."""
+        """Kept alive: waiting for the next request."""
         assert self._client is not None
         self._phase, self._body, self._head = _WAITING, None, b""
         self._guard.idle(self, self._client)
         self._arm(self._limits.idle_timeout)
+
+    def _discard_rest(self) -> None:
+        """Throw away what still arrives of the answered request's body, within bounds, then
+        close: closing at once, with its bytes unread, would reset the connection, and the
+        client that is still sending (most send the whole body before they read) would lose
+        the answer."""
+        assert self._client is not None
+        if self._limits.drain_timeout <= 0:
+            self.force_close()
+            return
+        # aiohttp's loop then ends without reading (its "lingering" would parse, and inflate)
+        # and leaves the transport to us.
+        self._force_close = True
+        self._phase, self._body, self._drain_left = _DRAINING, None, self._server.drain_bytes
+        self._guard.idle(self, self._client)  # serving nothing: it may make room
+        self._arm(self._limits.drain_timeout)
 
     def _drain(self, data: bytes) -> None:
         self._drain_left -= len(data)
         if self._drain_left < 0:
             log.info("closing a connection from %s: the rest of a refused body is too long to read", self._client)
             self.force_close()
-            return
-        super().data_received(data)
-        if self._body is not None and self._body.is_eof() and self._client is not None:
-            self._waiting()
 
     # ---- the deadline ------------------------------------------------------------------
 
@@ -338,11 +353,13 @@ class _GuardedConnection(RequestHandler):
         self._deadline = None
         if self._phase == _BODY and self._body is not None:
             # The handler reading it answers 408 (``request_body``); the connection then
-            # closes, the rest unread. One that does not read it is closed shortly.
+            # throws the rest away and closes. One whose handler does not answer soon is closed.
             log.info("a request body from %s did not arrive within %g s", self._client, self._limits.body_timeout)
             self._body.set_exception(BodyTimeout())
             self._phase, self._body = _TIMED_OUT, None
             self._arm(min(self._limits.header_timeout, 5.0))
+        elif self._phase == _DRAINING:
+            self.force_close()
         elif self._phase in (_WAITING, _HEADERS) and not self._request_in_progress:
             if self._phase == _HEADERS:
                 log.info("closing a connection from %s: no complete request headers within its time", self._client)
