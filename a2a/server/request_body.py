@@ -28,6 +28,8 @@ BODY_LIMITS: Final = web.RequestKey("a2a_limits", HttpLimits)
 _DEFAULT_LIMITS = HttpLimits()
 #: Inflated bytes always allowed, whatever the ratio: small bodies compress very well.
 _RATIO_FLOOR = 64 * 1024
+#: The most inflated by one step, between two checks of the limit and the ratio.
+_STEP = 64 * 1024
 
 
 class BodyTimeout(Exception):
@@ -76,7 +78,7 @@ def _decompressor(encoding: str, first: bytes) -> zlib._Decompress:
 async def _inflate(request: web.BaseRequest, encoding: str, limit: int, ratio: int) -> bytes:
     inflater: zlib._Decompress | None = None
     out = bytearray()
-    raw = 0
+    raw = consumed = 0
     try:
         while chunk := await request.content.readany():
             raw += len(chunk)
@@ -88,15 +90,17 @@ async def _inflate(request: web.BaseRequest, encoding: str, limit: int, ratio: i
             while data:
                 if inflater.eof:
                     raise BodyDecodingError(f"Request body has data after the end of its {encoding} stream")
-                # At most one byte over the limit per step: a bomb never inflates further.
-                out += inflater.decompress(data, limit + 1 - len(out))
+                # In small steps, each checked: a bomb is found after at most one step more
+                # than its ratio allows, and never inflates past one byte over the limit.
+                out += inflater.decompress(data, min(_STEP, limit + 1 - len(out)))
+                consumed += len(data) - len(inflater.unconsumed_tail)
+                data = inflater.unconsumed_tail or inflater.unused_data
                 if len(out) > limit:
                     raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes once decoded")
-                if len(out) > max(_RATIO_FLOOR, ratio * raw):
+                if len(out) > max(_RATIO_FLOOR, ratio * consumed):
                     raise PayloadTooLargeError(
                         f"Request body inflates over {ratio} times its size: refused as a compression bomb"
                     )
-                data = inflater.unconsumed_tail
     except zlib.error as exc:
         raise _undecodable(request, encoding, str(exc)) from None
     if inflater is not None and not inflater.eof:
