@@ -26,6 +26,7 @@ from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
 from ..transport.targets import STDIO_PREFIX, stdio_argv
 from ..types import Part, TaskState
 from .output import print_json, show, show_event
+from .serve_limits import add_limit_flags, limits_from_flags
 
 __all__ = ["main"]
 
@@ -77,6 +78,7 @@ def _parser() -> argparse.ArgumentParser:
         action="store_true",
         help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
     )
+    add_limit_flags(serve)
 
     for name, help_text in [
         ("card", "show an agent's card"),
@@ -188,6 +190,7 @@ async def _serve(args: argparse.Namespace) -> int:
         port=args.port,
         public_url=args.public_url,
         max_body_bytes=args.max_body_bytes,
+        limits=limits_from_flags(args),
         tune_gc=True,  # this process only serves
     )
     store_url = args.store or default_store_url(agent.name, args.port)

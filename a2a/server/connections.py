@@ -12,9 +12,10 @@ socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aioh
   blocking send, an SSE stream or a WebSocket (upgraded: it keeps its own heartbeat) lasts
   as long as it needs;
 - are counted by ``ConnectionGuard``, in total and per client address. At a cap the connection
-  idle the longest (waiting for a request, not serving one) is closed to make room, so idle
-  sockets cannot lock clients out; when none is idle the newcomer is answered 503 with
-  ``Retry-After`` and closed, before the process runs out of file descriptors;
+  idle the longest (waiting for a request, not serving one; one kept alive after an answer
+  only if no other is idle) is closed to make room, so idle sockets cannot lock clients out;
+  when none is idle the newcomer is answered 503 with ``Retry-After`` and closed, before the
+  process runs out of file descriptors;
 - answer what aiohttp's parser refuses (a URL over 8 KiB, a header too long, a bad request line)
   with a JSON error framed as the endpoint the path names (414, 431 or 400), logged in one line.
 
@@ -88,9 +89,13 @@ class ConnectionGuard:
         self.per_client = limits.max_connections_per_client
         self.total = 0
         self._by_client: dict[str, int] = {}
-        # Idle connections, the one idle the longest first (dicts keep insertion order).
-        self._idle: dict[_GuardedConnection, None] = {}
-        self._idle_by_client: dict[str, dict[_GuardedConnection, None]] = {}
+        # Idle connections, the one idle the longest first (dicts keep insertion order): those
+        # that have not completed a request yet (or whose request was refused), closed first
+        # to make room, and those kept alive after an answer.
+        self._idle_fresh: dict[_GuardedConnection, None] = {}
+        self._idle_kept: dict[_GuardedConnection, None] = {}
+        #: Per address, the same (the value: kept alive).
+        self._idle_by_client: dict[str, dict[_GuardedConnection, bool]] = {}
         self.refused = 0
         self.evicted = 0
         self._refusals_logged_at = -_REFUSAL_LOG_INTERVAL
@@ -106,9 +111,9 @@ class ConnectionGuard:
     def admit(self, conn: _GuardedConnection, client: str) -> bool:
         """Count ``conn`` in, closing an idle connection to make room if a cap is reached;
         ``False`` when there is no room."""
-        if self._by_client.get(client, 0) >= self.per_client and not self._evict(self._idle_by_client.get(client)):
+        if self._by_client.get(client, 0) >= self.per_client and not self._evict(self._oldest_of(client)):
             return self._refuse(client, "from this address")
-        if self.total >= self.cap and not self._evict(self._idle):
+        if self.total >= self.cap and not (self._evict(self._idle_fresh) or self._evict(self._idle_kept)):
             return self._refuse(client, "in total")
         self.total += 1
         self._by_client[client] = self._by_client.get(client, 0) + 1
@@ -123,25 +128,35 @@ class ConnectionGuard:
         else:
             del self._by_client[client]
 
-    def idle(self, conn: _GuardedConnection, client: str) -> None:
-        """``conn`` waits for a request: it may be closed to make room (the longest idle first)."""
-        self._idle.pop(conn, None)
-        self._idle[conn] = None
+    def idle(self, conn: _GuardedConnection, client: str, *, kept: bool = False) -> None:
+        """``conn`` waits for a request: it may be closed to make room (the longest idle first,
+        a connection ``kept`` alive after an answer only when no other is idle: a flood of new
+        connections does not push out the clients that are being served)."""
+        self._idle_fresh.pop(conn, None)
+        self._idle_kept.pop(conn, None)
+        (self._idle_kept if kept else self._idle_fresh)[conn] = None
         mine = self._idle_by_client.setdefault(client, {})
         mine.pop(conn, None)
-        mine[conn] = None
+        mine[conn] = kept
 
     def busy(self, conn: _GuardedConnection, client: str) -> None:
-        if self._idle.pop(conn, 0) is None:
+        if self._idle_fresh.pop(conn, 0) is None or self._idle_kept.pop(conn, 0) is None:
             mine = self._idle_by_client[client]
             del mine[conn]
             if not mine:
                 del self._idle_by_client[client]
 
-    def _evict(self, idle: dict[_GuardedConnection, None] | None) -> bool:
+    def _oldest_of(self, client: str) -> _GuardedConnection | None:
+        """The connection of ``client`` to close to make room (as in total: one kept alive last)."""
+        mine = self._idle_by_client.get(client)
+        if not mine:
+            return None
+        return next((conn for conn, kept in mine.items() if not kept), None) or next(iter(mine))
+
+    def _evict(self, idle: dict[_GuardedConnection, None] | _GuardedConnection | None) -> bool:
         if not idle:
             return False
-        victim = next(iter(idle))
+        victim = idle if isinstance(idle, _GuardedConnection) else next(iter(idle))
         self.evicted += 1
         victim.evict()  # releases it at once: the room is the newcomer's
         return True
@@ -306,7 +321,7 @@ class _GuardedConnection(RequestHandler):
         """Kept alive: waiting for the next request."""
         assert self._client is not None
         self._phase, self._body, self._head = _WAITING, None, b""
-        self._guard.idle(self, self._client)
+        self._guard.idle(self, self._client, kept=True)
         self._arm(self._limits.idle_timeout)
 
     def _discard_rest(self) -> None:

@@ -374,6 +374,22 @@ async def test_idle_connections_make_room_for_new_ones(serve) -> None:
         writer.close()
 
 
+async def test_a_kept_alive_client_is_the_last_to_make_room(serve) -> None:
+    _server, port = await serve(HttpLimits(max_connections=3, max_connections_per_client=3, idle_timeout=GUARD))
+    kept_reader, kept_writer = await asyncio.open_connection("127.0.0.1", port)
+    kept_writer.write(JSONRPC.request(body=_jsonrpc()))
+    assert (await _read_reply(kept_reader)).status == 200
+    fresh = [await asyncio.open_connection("127.0.0.1", port) for _ in range(2)]  # newer, never used
+    await asyncio.sleep(0.1)
+    assert (await _exchange(port, JSONRPC.request(body=_jsonrpc()))).status == 200
+    assert await _closed(fresh[0][0], 2), "the longest idle of the connections never used made room"
+    kept_writer.write(JSONRPC.request(body=_jsonrpc()))
+    assert (await _read_reply(kept_reader)).status == 200, "the kept-alive client's connection is still open"
+    kept_writer.close()
+    for _, writer in fresh:
+        writer.close()
+
+
 async def test_a_websocket_counts_as_busy_not_idle(serve) -> None:
     _server, port = await serve(HttpLimits(max_connections=10, max_connections_per_client=1, idle_timeout=GUARD))
     async with (
@@ -432,3 +448,54 @@ async def test_a_credential_header_sent_twice_is_refused(serve, binding: Binding
     once = {name.split("|")[0]: value for name, value in headers.items()}
     reply = await _exchange(port, binding.request(headers=once))
     assert reply.status == (101 if binding is WS else 200), reply
+
+
+# ---- configuration and the embedded application --------------------------------------------
+
+
+def test_the_default_connection_cap_leaves_descriptors_free() -> None:
+    import resource
+
+    from a2a.server.limits import default_max_connections
+
+    soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    cap = default_max_connections()
+    assert 16 <= cap <= 4096
+    if soft != resource.RLIM_INFINITY:
+        assert cap <= soft - 64
+    with pytest.raises(ValueError):
+        HttpLimits(header_timeout=0)
+    with pytest.raises(ValueError):
+        HttpLimits(request_encodings=("br",))
+
+
+def test_the_serve_flags_make_the_limits() -> None:
+    import argparse
+
+    from a2a.cli.serve_limits import add_limit_flags, limits_from_flags
+
+    parser = argparse.ArgumentParser()
+    add_limit_flags(parser)
+    limits = limits_from_flags(parser.parse_args(["--header-timeout", "3", "--request-encodings", "none"]))
+    assert limits.header_timeout == 3 and limits.request_encodings == ()
+    assert limits_from_flags(parser.parse_args([])) == HttpLimits()
+
+
+@pytest.mark.parametrize("binding", BODY_BINDINGS, ids=[b.name for b in BODY_BINDINGS])
+async def test_the_embedded_application_inflates_under_the_same_limits(binding: Binding) -> None:
+    from aiohttp import web
+
+    server = A2AServer(load_example("echo_agent.py"), config=ServerConfig(max_body_bytes=LIMIT))
+    runner = web.AppRunner(server.app(), access_log=None)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    try:
+        port = runner.addresses[0][1]
+        gzip = {"Content-Encoding": "gzip"}
+        assert (await _exchange(port, binding.request(headers=gzip, body=_gzip(_body_for(binding))))).status == 200
+        _assert_binding_error(binding, await _exchange(port, binding.request(headers=gzip, body=_bomb(64))), 413)
+        _assert_binding_error(binding, await _exchange(port, binding.request(headers=gzip, body=b"junk")), 400)
+        _assert_binding_error(binding, await _exchange(port, binding.request(headers={"Content-Encoding": "br"})), 415)
+    finally:
+        await runner.cleanup()
