@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -499,3 +500,22 @@ async def test_the_embedded_application_inflates_under_the_same_limits(binding: 
         _assert_binding_error(binding, await _exchange(port, binding.request(headers={"Content-Encoding": "br"})), 415)
     finally:
         await runner.cleanup()
+
+
+@pytest.mark.parametrize("drain", [0.0, GUARD], ids=["close-at-once", "drain"])
+async def test_a_refused_body_is_never_read_to_its_end(serve, drain: float) -> None:
+    _server, port = await serve(HttpLimits(drain_timeout=drain), max_body=1024)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    head = JSONRPC.request(body=b"").replace(b"Content-Length: 0", b"Content-Length: 100000000")
+    writer.write(head + b"x" * 1024)
+    reply = await _read_reply(reader)
+    _assert_binding_error(JSONRPC, reply, 413, -32600)
+    assert reply.headers.get("connection") == "close"
+    if drain:
+        # What follows is thrown away, up to 1 MiB (the floor), then the connection is closed.
+        with contextlib.suppress(ConnectionError):
+            for _ in range(64):
+                writer.write(b"x" * 65536)
+                await writer.drain()
+    assert await _closed(reader, 5)
+    writer.close()
