@@ -25,6 +25,7 @@ from .options import UsageError, client_options, closest, unknown_option_message
 
 if TYPE_CHECKING:
     from ..server import Agent, ApiKeyAuth, BearerAuth
+from .serve_limits import add_limit_flags, limits_from_flags
 
 __all__ = ["main"]
 
@@ -138,6 +139,7 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--log-format", choices=["text", "json"], default="text", help="json: one JSON object per log line"
     )
     serve.add_argument("--metrics", action="store_true", help="Prometheus metrics at GET /metrics")
+    add_limit_flags(serve)
 
 
 def _parser(plugins: bool = True) -> argparse.ArgumentParser:
@@ -244,6 +246,7 @@ async def _serve(args: argparse.Namespace) -> int:
         max_body_bytes=args.max_body_bytes,
         max_json_depth=args.max_json_depth,
         sse_heartbeat=args.sse_heartbeat or None,
+        limits=limits_from_flags(args),
         tune_gc=True,  # this process only serves
         access_log=not args.no_access_log,
         metrics=args.metrics,

@@ -5,6 +5,7 @@ from .app import CARD_PATH, DEFAULT_MAX_BODY_BYTES, JSONRPC_PATH, REST_PATH, A2A
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .context import RequestContext, agent_message
 from .handler import CallContext, RequestHandler
+from .limits import HttpLimits
 from .store import InMemoryTaskStore, TaskStore
 
 __all__ = [
@@ -19,6 +20,7 @@ __all__ = [
     "Authenticator",
     "BearerAuth",
     "CallContext",
+    "HttpLimits",
     "InMemoryTaskStore",
     "RequestContext",
     "RequestHandler",

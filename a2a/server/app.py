@@ -40,20 +40,31 @@ from .access_log import ExchangeLayer
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
+from .connections import GuardedServer
 from .health import HEALTHZ_PATH, READYZ_PATH, Health
 from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
 from .http_rest import RestBinding, rest_error_body
+from .limits import HttpLimits
 from .metrics import Metrics, TimedStore
 from .observe import Observer
 from .push import PushNotifier
+from .request_body import BODY_LIMITS
 from .routing import Dispatcher, Middleware, Route
 from .server_header import ServedRequest, server_software, set_server_header
 from .serving import open_handler, served_card
 from .store import TaskStore
 from .ws import WebSocketBinding, WebSocketConfig, websocket_url
 
-__all__ = ["CARD_PATH", "DEFAULT_MAX_BODY_BYTES", "JSONRPC_PATH", "REST_PATH", "A2AServer", "ServerConfig"]
+__all__ = [
+    "CARD_PATH",
+    "DEFAULT_MAX_BODY_BYTES",
+    "JSONRPC_PATH",
+    "REST_PATH",
+    "A2AServer",
+    "HttpLimits",
+    "ServerConfig",
+]
 
 log = logging.getLogger("a2a.server")
 
@@ -94,6 +105,9 @@ class ServerConfig:
     #: Seconds between heartbeat comments on an SSE stream (``None``: none), so that clients
     #: and proxies that bound a stream's silence keep quiet but live streams open.
     sse_heartbeat: float | None = DEFAULT_SSE_HEARTBEAT
+    #: Timeouts, connection caps and request encodings (``limits.HttpLimits``). ``start`` applies
+    #: them all; an embedded ``app()`` only the encodings (the host's server owns its sockets).
+    limits: HttpLimits = field(default_factory=HttpLimits)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,6 +117,7 @@ class _Serving:
     dispatcher: Dispatcher
     start: Callable[[], Awaitable[None]]
     stop_hooks: Sequence[ShutdownHook]
+    limits: HttpLimits
 
     async def stop(self) -> None:
         """The stop steps, in order (before open requests are waited for: see ``_serving``)."""
@@ -136,7 +151,9 @@ class _Runner(web.ServerRunner):
 
 async def _dispatch(request: web.Request) -> web.StreamResponse:
     """``app()``'s one route: the embedded server's dispatcher serves every request."""
-    return await request.app[_SERVING].dispatcher(request)
+    serving = request.app[_SERVING]
+    request[BODY_LIMITS] = serving.limits
+    return await serving.dispatcher(request)
 
 
 async def _expect_in_dispatcher(_request: web.Request) -> None:
@@ -303,14 +320,21 @@ class A2AServer:
             middlewares = (layer, *middlewares)
         # Before the first request: the handler listens to the other replicas, and tasks a
         # dead server left running end.
-        return _Serving(Dispatcher(routes, middlewares), self.handler.start, hooks)
+        return _Serving(Dispatcher(routes, middlewares), self.handler.start, hooks, self.config.limits)
 
     def app(self) -> web.Application:
         """The server as an aiohttp application, to embed in a larger one (for example
         ``parent.add_subapp("/agent", server.app())``): its one route hands every request to
         the same dispatcher that ``start`` serves, with the server's middlewares; the card
         names the URLs under the prefix it is mounted at."""
-        app = web.Application(client_max_size=self.config.max_body_bytes)
+        # When it is the root application, its server leaves request bodies to ``read_body`` to
+        # inflate (the rest of a refused one is read for ``drain_timeout``, not inflated);
+        # mounted in another, the other's settings apply (aiohttp inflates, under the same
+        # decoded-size limit).
+        app = web.Application(
+            client_max_size=self.config.max_body_bytes,
+            handler_args={"auto_decompress": False, "lingering_time": self.config.limits.drain_timeout},
+        )
         route = app.router.add_route("*", _CATCH_ALL, _dispatch, expect_handler=_expect_in_dispatcher)
         app.on_startup.append(functools.partial(self._start_embedded, route.resource))
         app.on_response_prepare.append(set_server_header)
@@ -325,6 +349,7 @@ class A2AServer:
 
     def _request_factory(self) -> Callable[..., web.Request]:
         limit = self.config.max_body_bytes
+        limits = self.config.limits
         loop = asyncio.get_running_loop()
 
         def make_request(
@@ -336,7 +361,9 @@ class A2AServer:
         ) -> web.Request:
             # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
             # A ``web.Request`` (an application's kind, without its match info) for middlewares.
-            return ServedRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
+            request = ServedRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
+            request[BODY_LIMITS] = limits  # how ``read_body`` inflates its body
+            return request
 
         return make_request
 
@@ -351,8 +378,16 @@ class A2AServer:
         serving = self._serving()
         # handler_cancellation: a client that goes away cancels its request's handler, so a
         # stream left before it saw a task id cancels the run nobody else can reach.
-        server = web.Server(
-            serving.dispatcher, request_factory=self._request_factory(), access_log=None, handler_cancellation=True
+        # GuardedServer: timeouts, connection caps and JSON answers to unparsable requests, at
+        # the connection (``connections``).
+        server = GuardedServer(
+            serving.dispatcher,
+            limits=self.config.limits,
+            max_body=self.config.max_body_bytes,
+            framing=serving.dispatcher.framing,
+            request_factory=self._request_factory(),
+            access_log=None,
+            handler_cancellation=True,
         )
         runner = self._runner = _Runner(server, serving, shutdown_timeout=self.config.shutdown_timeout)
         await runner.setup()  # runs the start steps

@@ -15,6 +15,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from multidict import MultiMapping
+
 from ..errors import AuthenticationRequiredError
 from ..types import APIKeySecurityScheme, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
@@ -82,6 +84,11 @@ class _Scheme:
                 found = principal
         return found
 
+    @property
+    def header_name(self) -> str:
+        """The header the credential comes in."""
+        raise NotImplementedError
+
     def extract(self, headers: Mapping[str, str]) -> str | None:
         raise NotImplementedError
 
@@ -98,6 +105,10 @@ class BearerAuth(_Scheme):
 
     name: str = "bearer"
     env: str | None = "A2A_BEARER_TOKENS"
+
+    @property
+    def header_name(self) -> str:
+        return "Authorization"
 
     def extract(self, headers: Mapping[str, str]) -> str | None:
         value = headers.get("Authorization", "")
@@ -118,6 +129,10 @@ class ApiKeyAuth(_Scheme):
     name: str = "apiKey"
     header: str = "X-API-Key"
     env: str | None = "A2A_API_KEYS"
+
+    @property
+    def header_name(self) -> str:
+        return self.header
 
     def extract(self, headers: Mapping[str, str]) -> str | None:
         value = headers.get(self.header, "").strip()
@@ -147,9 +162,16 @@ class Authenticator:
         return bool(self.schemes)
 
     def authenticate(self, headers: Mapping[str, str]) -> str | None:
-        """The caller's principal; ``None`` when no scheme is configured; 401 otherwise."""
+        """The caller's principal; ``None`` when no scheme is configured; 401 otherwise.
+
+        A credential header sent twice is refused (401) rather than one of them read: a proxy
+        and a client that each add one would otherwise decide, by their order, who calls."""
         if not self.schemes:
             return None
+        if isinstance(headers, MultiMapping):
+            for name in dict.fromkeys(scheme.header_name for scheme in self.schemes):
+                if len(headers.getall(name, ())) > 1:
+                    raise AuthenticationRequiredError(f"The {name} header is sent more than once: send it once")
         for scheme in self.schemes:
             presented = scheme.extract(headers)
             if presented is not None:

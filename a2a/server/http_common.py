@@ -8,12 +8,13 @@ from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
-from ..errors import InternalError, PayloadTooLargeError, ProtocolError
+from ..errors import InternalError, ProtocolError
 from ..protocol.sse import HEARTBEAT, encode_event
 from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
+from .request_body import read_request_body
 
 __all__ = ["DEFAULT_SSE_HEARTBEAT", "SSE_HEADERS", "first_event", "gate", "read_body", "write_sse"]
 
@@ -33,14 +34,9 @@ def gate(request: web.BaseRequest, authenticator: Authenticator) -> CallContext:
 
 
 async def read_body(request: web.BaseRequest, limit: int) -> bytes:
-    """The body, refused with 413 before it is read whole when it is over ``limit`` bytes."""
-    length = request.content_length
-    if length is not None and length > limit:
-        raise PayloadTooLargeError(f"Request body of {length} bytes is over the limit of {limit} bytes")
-    try:
-        return await request.read()
-    except web.HTTPRequestEntityTooLarge as exc:
-        raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes") from exc
+    """The body, decoded, refused with 413 as soon as it is known to be over ``limit`` bytes
+    (by ``Content-Length``, as it arrives, or as it inflates): see ``request_body``."""
+    return await read_request_body(request, limit)
 
 
 async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:

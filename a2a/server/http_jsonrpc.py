@@ -15,6 +15,7 @@ from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
+from .limits import BODY_REFUSALS
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
 
@@ -46,14 +47,15 @@ class JsonRpcBinding:
 
     def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
-        # transport-level ones a client must see as such: 401 (with a challenge) and 413.
+        # transport-level ones a client must see as such: 401 (with a challenge), 413, and the
+        # refusals of how the body was sent (415 encoding, 400 undecodable, 408 too slow).
         headers = None
         status = 200
         if isinstance(error, AuthenticationRequiredError):
             status = 401
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-        elif error.http_status == 413:
-            status = 413
+        elif error.http_status == 413 or isinstance(error, BODY_REFUSALS):
+            status = error.http_status
         return web.Response(body=encode_error(request_id, error), status=status, headers=headers, content_type=JSON)
 
     async def _refused_id(self, request: web.BaseRequest) -> RequestId:

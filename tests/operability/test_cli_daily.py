@@ -90,6 +90,11 @@ def test_the_cli_default_limits_are_the_servers() -> None:
     assert DEFAULT_SSE_HEARTBEAT == HEARTBEAT_DEFAULT
     assert options.DEFAULT_IDLE_TIMEOUT == base.DEFAULT_IDLE_TIMEOUT
     assert options.DEFAULT_MAX_RESPONSE_BYTES == base.DEFAULT_MAX_RESPONSE_BYTES
+    from a2a.cli.serve_limits import DEFAULTS
+    from a2a.server.limits import HttpLimits
+
+    for name, value in vars(DEFAULTS).items():
+        assert getattr(HttpLimits(), name) == value, name
 
 
 # ---- the serve banner ---------------------------------------------------------------------------

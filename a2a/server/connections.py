@@ -1,0 +1,434 @@
+"""Connections under bounds: how long a peer may take, how many connections it may hold, and a
+JSON answer to a request aiohttp cannot parse.
+
+One mechanism at the connection, where aiohttp's low-level server makes a protocol per accepted
+socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aiohttp's
+``RequestHandler``), which
+
+- keep one deadline per connection, by phase: the request's headers must be complete within
+  ``header_timeout`` of the connection's start (or of the first byte of a following request),
+  its body within ``body_timeout`` of its headers (else 408), and a kept-alive connection must
+  start its next request within ``idle_timeout``. A request being served has no deadline: a
+  blocking send, an SSE stream or a WebSocket (upgraded: it keeps its own heartbeat) lasts
+  as long as it needs;
+- are counted by ``ConnectionGuard``, in total and per client address. At a cap the connection
+  idle the longest (waiting for a request, not serving one; one kept alive after an answer
+  only if no other is idle) is closed to make room, so idle sockets cannot lock clients out;
+  when none is idle the newcomer is answered 503 with ``Retry-After`` and closed, before the
+  process runs out of file descriptors;
+- answer what aiohttp's parser refuses (a URL over 8 KiB, a header too long, a bad request line)
+  with a JSON error framed as the endpoint the path names (414, 431 or 400), logged in one line.
+
+Request bodies are not inflated by aiohttp here (``auto_decompress=False``: see
+``request_body``). A request answered before its body was read whole has the rest thrown away,
+never inflated, for at most ``drain_timeout`` seconds and as many bytes as the body limit (at
+least 1 MiB): a client that sends its whole body before reading, as most do, then gets its
+answer instead of a reset; past either bound, the connection is closed.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from aiohttp import web
+from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+from aiohttp.web_protocol import RequestHandler
+
+from ..errors import InternalError, InvalidRequestError, ProtocolError
+from .limits import HttpLimits
+from .request_body import BodyTimeout
+from .routing import ErrorFraming, status_body
+
+__all__ = ["ConnectionGuard", "GuardedServer", "TooManyConnectionsError"]
+
+log = logging.getLogger("a2a.server")
+
+#: How much of a request's start is kept, to frame an error about it (its method and path).
+_HEAD_BYTES = 256
+#: Bytes of a refused body always thrown away (rather than reset), whatever the body limit.
+_DRAIN_BYTES_FLOOR = 1024 * 1024
+#: How often refusals for too many connections are logged (a flood would flood the log).
+_REFUSAL_LOG_INTERVAL = 10.0
+
+# The phases of a connection, each with its deadline (or none).
+_WAITING = 0  # for the first byte of a request (kept alive): idle_timeout
+_HEADERS = 1  # reading a request's headers: header_timeout from the phase's start
+_BODY = 2  # reading its body: body_timeout from the end of the headers
+_SERVING = 3  # the request is served (or the connection upgraded): no deadline
+_TIMED_OUT = 4  # its body ran out of time: closed if not answered soon
+_DRAINING = 5  # answered before its body was read: the rest is thrown away, within bounds
+
+
+class TooManyConnectionsError(ProtocolError):
+    code, http_status, grpc_status, reason = -32603, 503, "UNAVAILABLE", "TOO_MANY_CONNECTIONS"
+    default_message = "The server holds too many connections: retry later"
+
+
+class _UriTooLongError(InvalidRequestError):
+    http_status = 414
+
+
+class _HeaderTooLongError(InvalidRequestError):
+    http_status = 431
+
+
+class _HandlerTimeoutError(InternalError):
+    http_status = 504
+
+
+class ConnectionGuard:
+    """Counts the server's connections, in total and per client address, and picks which idle
+    one to close when a cap is reached."""
+
+    def __init__(self, limits: HttpLimits) -> None:
+        self.cap = limits.connection_cap
+        self.per_client = limits.max_connections_per_client
+        self.total = 0
+        self._by_client: dict[str, int] = {}
+        # Idle connections, the one idle the longest first (dicts keep insertion order): those
+        # that have not completed a request yet (or whose request was refused), closed first
+        # to make room, and those kept alive after an answer.
+        self._idle_fresh: dict[_GuardedConnection, None] = {}
+        self._idle_kept: dict[_GuardedConnection, None] = {}
+        #: Per address, the same (the value: kept alive).
+        self._idle_by_client: dict[str, dict[_GuardedConnection, bool]] = {}
+        self.refused = 0
+        self.evicted = 0
+        self._refusals_logged_at = -_REFUSAL_LOG_INTERVAL
+        self._refusals_unlogged = 0
+        body = status_body(TooManyConnectionsError())[0]
+        self.refusal = (
+            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
+            + f"Retry-After: {limits.retry_after}\r\nContent-Length: {len(body)}\r\n".encode()
+            + b"Connection: close\r\n\r\n"
+            + body
+        )
+
+    def admit(self, conn: _GuardedConnection, client: str) -> bool:
+        """Count ``conn`` in, closing an idle connection to make room if a cap is reached;
+        ``False`` when there is no room."""
+        if self._by_client.get(client, 0) >= self.per_client and not self._evict(self._oldest_of(client)):
+            return self._refuse(client, "from this address")
+        if self.total >= self.cap and not (self._evict(self._idle_fresh) or self._evict(self._idle_kept)):
+            return self._refuse(client, "in total")
+        self.total += 1
+        self._by_client[client] = self._by_client.get(client, 0) + 1
+        return True
+
+    def release(self, conn: _GuardedConnection, client: str) -> None:
+        self.busy(conn, client)
+        self.total -= 1
+        left = self._by_client[client] - 1
+        if left:
+            self._by_client[client] = left
+        else:
+            del self._by_client[client]
+
+    def idle(self, conn: _GuardedConnection, client: str, *, kept: bool = False) -> None:
+        """``conn`` waits for a request: it may be closed to make room (the longest idle first,
+        a connection ``kept`` alive after an answer only when no other is idle: a flood of new
+        connections does not push out the clients that are being served)."""
+        self._idle_fresh.pop(conn, None)
+        self._idle_kept.pop(conn, None)
+        (self._idle_kept if kept else self._idle_fresh)[conn] = None
+        mine = self._idle_by_client.setdefault(client, {})
+        mine.pop(conn, None)
+        mine[conn] = kept
+
+    def busy(self, conn: _GuardedConnection, client: str) -> None:
+        if self._idle_fresh.pop(conn, 0) is None or self._idle_kept.pop(conn, 0) is None:
+            mine = self._idle_by_client[client]
+            del mine[conn]
+            if not mine:
+                del self._idle_by_client[client]
+
+    def _oldest_of(self, client: str) -> _GuardedConnection | None:
+        """The connection of ``client`` to close to make room (as in total: one kept alive last)."""
+        mine = self._idle_by_client.get(client)
+        if not mine:
+            return None
+        return next((conn for conn, kept in mine.items() if not kept), None) or next(iter(mine))
+
+    def _evict(self, idle: dict[_GuardedConnection, None] | _GuardedConnection | None) -> bool:
+        if not idle:
+            return False
+        victim = idle if isinstance(idle, _GuardedConnection) else next(iter(idle))
+        self.evicted += 1
+        victim.evict()  # releases it at once: the room is the newcomer's
+        return True
+
+    def _refuse(self, client: str, scope: str) -> bool:
+        self.refused += 1
+        self._refusals_unlogged += 1
+        now = asyncio.get_running_loop().time()
+        if now - self._refusals_logged_at >= _REFUSAL_LOG_INTERVAL:
+            log.warning(
+                "refused %d connection(s) with 503: too many connections %s (last from %s; %d open, caps %d in "
+                "total and %d per address)",
+                self._refusals_unlogged,
+                scope,
+                client,
+                self.total,
+                self.cap,
+                self.per_client,
+            )
+            self._refusals_logged_at = now
+            self._refusals_unlogged = 0
+        return False
+
+
+class GuardedServer(web.Server):
+    """aiohttp's low-level server, making guarded connections (see the module's docstring)."""
+
+    def __init__(
+        self,
+        handler: Any,
+        *,
+        limits: HttpLimits,
+        max_body: int,
+        framing: Callable[[str], ErrorFraming],
+        **kwargs: Any,
+    ) -> None:
+        # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
+        # connection throws it away itself. Not aiohttp's keep-alive timer either: the
+        # connection's own deadline covers idleness.
+        super().__init__(handler, auto_decompress=False, lingering_time=0, **kwargs)
+        self.limits = limits
+        #: The most bytes of a refused body thrown away before the connection is closed.
+        self.drain_bytes = max(max_body, _DRAIN_BYTES_FLOOR)
+        self.guard = ConnectionGuard(limits)
+        #: How an error is framed at a path (the dispatcher's framing).
+        self.framing = framing
+
+    def __call__(self) -> _GuardedConnection:
+        return _GuardedConnection(self, loop=self._loop, **self._kwargs)
+
+
+class _GuardedConnection(RequestHandler):
+    __slots__ = (
+        "_body",
+        "_client",
+        "_deadline",
+        "_drain_left",
+        "_guard",
+        "_head",
+        "_limits",
+        "_phase",
+        "_server",
+        "_timer",
+    )
+
+    def __init__(self, manager: GuardedServer, **kwargs: Any) -> None:
+        super().__init__(manager, **kwargs)
+        self._server = manager
+        self._guard = manager.guard
+        self._limits = manager.limits
+        self._client: str | None = None  # set once counted in
+        self._phase = _HEADERS
+        self._deadline: float | None = None
+        self._timer: asyncio.TimerHandle | None = None
+        self._body: StreamReader | None = None
+        self._drain_left = 0
+        self._head = b""
+
+    # ---- counting in and out -----------------------------------------------------------
+
+    def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        peer = transport.get_extra_info("peername")
+        client = str(peer[0]) if isinstance(peer, tuple) else ""
+        if not self._guard.admit(self, client):
+            # Answered before its request is read: the answer does not depend on it, and
+            # reading it would hold the descriptor the cap is there to save.
+            self._force_close = True
+            self._manager = None  # aiohttp's connection_lost then has nothing to undo
+            assert isinstance(transport, asyncio.Transport)
+            transport.write(self._guard.refusal)
+            transport.close()
+            return
+        self._client = client
+        super().connection_made(transport)
+        self._guard.idle(self, client)
+        self._arm(self._limits.header_timeout)
+
+    def connection_lost(self, exc: BaseException | None) -> None:
+        self._release()
+        super().connection_lost(exc)
+
+    def _release(self) -> None:
+        if self._client is not None:
+            self._guard.release(self, self._client)
+            self._client = None
+        self._deadline = None
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
+
+    def evict(self) -> None:
+        """Closed to make room for a new connection (this one was idle the longest)."""
+        log.debug("closing an idle connection from %s to make room", self._client)
+        self._release()
+        self.force_close()
+
+    # ---- phases ------------------------------------------------------------------------
+
+    def data_received(self, data: bytes) -> None:
+        if self._phase == _DRAINING:
+            self._drain(data)
+            return
+        if self._phase == _WAITING and data:
+            self._phase = _HEADERS
+            self._head = data[:_HEAD_BYTES]
+            self._arm(self._limits.header_timeout)
+        elif self._phase == _HEADERS and len(self._head) < _HEAD_BYTES:
+            self._head += data[: _HEAD_BYTES - len(self._head)]
+        parsed = self._request_count
+        super().data_received(data)
+        if self._request_count != parsed and self._messages:
+            # A request's headers are complete: its body, if any, is what is read next.
+            if self._client is not None:
+                self._guard.busy(self, self._client)
+            payload = self._messages[-1][1]
+            if payload is not EMPTY_PAYLOAD and not payload.is_eof():
+                self._phase, self._body = _BODY, payload
+                self._arm(self._limits.body_timeout)
+            else:
+                self._phase, self._deadline = _SERVING, None
+        elif self._phase == _BODY and self._body is not None and self._body.is_eof():
+            self._phase, self._body, self._deadline = _SERVING, None, None
+
+    async def finish_response(
+        self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
+    ) -> tuple[web.StreamResponse, bool]:
+        # Answered before its body was read whole (refused, or timed out): the connection ends
+        # after this answer, and says so.
+        unread = self._client is not None and not self._upgraded and not request.content.is_eof()
+        if unread and not resp.prepared:
+            resp.force_close()
+        answered = await super().finish_response(request, resp, start_time)
+        if self._client is None or self._upgraded:
+            return answered
+        if unread:
+            self._discard_rest()
+        elif not self._messages:
+            self._waiting()
+        return answered
+
+    def _waiting(self) -> None:
+        """Kept alive: waiting for the next request."""
+        assert self._client is not None
+        self._phase, self._body, self._head = _WAITING, None, b""
+        self._guard.idle(self, self._client, kept=True)
+        self._arm(self._limits.idle_timeout)
+
+    def _discard_rest(self) -> None:
+        """Throw away what still arrives of the answered request's body, within bounds, then
+        close: closing at once, with its bytes unread, would reset the connection, and the
+        client that is still sending (most send the whole body before they read) would lose
+        the answer."""
+        assert self._client is not None
+        if self._limits.drain_timeout <= 0:
+            self.force_close()
+            return
+        # aiohttp's loop then ends without reading (its "lingering" would parse, and inflate)
+        # and leaves the transport to us.
+        self._force_close = True
+        self._phase, self._body, self._drain_left = _DRAINING, None, self._server.drain_bytes
+        self._guard.idle(self, self._client)  # serving nothing: it may make room
+        self._arm(self._limits.drain_timeout)
+
+    def _drain(self, data: bytes) -> None:
+        self._drain_left -= len(data)
+        if self._drain_left < 0:
+            log.info("closing a connection from %s: the rest of a refused body is too long to read", self._client)
+            self.force_close()
+
+    # ---- the deadline ------------------------------------------------------------------
+
+    def _arm(self, seconds: float) -> None:
+        deadline = self._deadline = self._loop.time() + seconds
+        # One timer per connection, moved only when the deadline comes sooner: a later one is
+        # found when the timer fires (early) and rescheduled then.
+        if self._timer is None or self._timer.when() > deadline:
+            if self._timer is not None:
+                self._timer.cancel()
+            self._timer = self._loop.call_at(deadline, self._on_deadline)
+
+    def _on_deadline(self) -> None:
+        self._timer = None
+        deadline = self._deadline
+        if deadline is None or self.transport is None:
+            return
+        if self._loop.time() < deadline:
+            self._timer = self._loop.call_at(deadline, self._on_deadline)
+            return
+        self._deadline = None
+        if self._phase == _BODY and self._body is not None:
+            # The handler reading it answers 408 (``request_body``); the connection then
+            # throws the rest away and closes. One whose handler does not answer soon is closed.
+            log.info("a request body from %s did not arrive within %g s", self._client, self._limits.body_timeout)
+            self._body.set_exception(BodyTimeout())
+            self._phase, self._body = _TIMED_OUT, None
+            self._arm(min(self._limits.header_timeout, 5.0))
+        elif self._phase == _DRAINING:
+            self.force_close()
+        elif self._phase in (_WAITING, _HEADERS) and not self._request_in_progress:
+            if self._phase == _HEADERS:
+                log.info("closing a connection from %s: no complete request headers within its time", self._client)
+            self.force_close()
+        elif self._phase == _TIMED_OUT:
+            self.force_close()
+
+    # ---- what the parser refuses -------------------------------------------------------
+
+    def handle_error(
+        self,
+        request: web.BaseRequest,
+        status: int = 500,
+        exc: BaseException | None = None,
+        message: str | None = None,
+    ) -> web.StreamResponse:
+        """aiohttp's answer to a request it could not parse or serve, as a JSON error framed as
+        the endpoint at its path frames errors; one log line for bad input, a traceback only
+        for a bug (an exception that escaped a handler)."""
+        error: ProtocolError
+        if isinstance(exc, HttpProcessingError):
+            detail = (exc.message or type(exc).__name__).splitlines()[0][:200]
+            if isinstance(exc, LineTooLong):
+                limit = exc.args[1] if len(exc.args) > 1 else "the limit of"
+                if self._in_target(exc):
+                    error = _UriTooLongError(f"The request target (URL) is over {limit} bytes")
+                else:
+                    error = _HeaderTooLongError(f"A request header is over {limit} bytes")
+            else:
+                error = InvalidRequestError(f"Malformed HTTP request: {detail}")
+            log.warning("bad HTTP request from %s: %s", request.remote, error.message)
+        elif status == 504:
+            error = _HandlerTimeoutError("The request timed out")
+            log.warning("a request from %s timed out in its handler", request.remote)
+        else:
+            error = InternalError()
+            self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
+        if request.writer.output_size > 0:
+            raise ConnectionError("Response is sent already, cannot send another response with the error message")
+        path = self._path() if isinstance(exc, HttpProcessingError) else request.path
+        body, content_type = self._server.framing(path)(error)
+        response = web.Response(status=error.http_status, body=body, content_type=content_type)
+        response.force_close()
+        return response
+
+    def _path(self) -> str:
+        parts = self._head.split(b" ", 2)
+        if len(parts) < 2:
+            return "/"
+        return parts[1].split(b"?", 1)[0].decode("latin-1")
+
+    def _in_target(self, exc: LineTooLong) -> bool:
+        """Whether the line over the limit is the request target (else a header)."""
+        line = exc.args[0] if exc.args else b""
+        start = (line.encode("latin-1", "replace") if isinstance(line, str) else line)[:32]
+        parts = self._head.split(b" ", 2)
+        return bool(start) and len(parts) >= 2 and parts[1][:32].startswith(start.rstrip(b"."))
