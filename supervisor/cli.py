@@ -54,7 +54,7 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="an agent to use, by URL (http(s):// or ws(s)://); repeat for several",
+        help="an agent to use, by URL (http(s):// or ws(s)://) or stdio:COMMAND; named after its card; repeat",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON event per line instead of the live view")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a run whose supervisor died (same config)")

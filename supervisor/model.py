@@ -7,6 +7,7 @@ is data (``supervisor.quoting``); cards and results are quoted, never pasted as 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
@@ -16,8 +17,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, SecretStr
 
+from .card_summary import entry_summary
 from .config import ConfigError, ConfigIssue, ModelConfig, SupervisorSettings
-from .quoting import DATA_RULE, quote, quote_json
+from .quoting import DATA_RULE, quote
 from .registry import AgentEntry
 from .state import Item
 from .strategy import Strategy
@@ -241,24 +243,12 @@ def system_prompt(template: str, strategy: Strategy | None = None) -> str:
 
 
 def catalog_text(entries: Sequence[AgentEntry], limit: int) -> str:
-    """The agents, quoted as data: name, description, skills (id, name, description, tags)."""
+    """The agents, quoted as data: each card summarised to fit ``limit`` characters (``card_summary``)."""
     blocks = []
     for entry in entries:
-        card = {
-            "agent": entry.name,
-            "description": entry.description,
-            "skills": [
-                {
-                    "id": s.id,
-                    "name": s.name,
-                    "description": s.description,
-                    "tags": list(s.tags),
-                    **({"structured_input": True} if s.structured else {}),
-                }
-                for s in entry.skills
-            ],
-        }
-        blocks.append(quote_json(card, source=entry.name, kind="agent card", limit=limit))
+        text = json.dumps(entry_summary(entry, limit), ensure_ascii=False)
+        # The summary fits already (or is as small as it gets): quote it whole, never cut mid-JSON.
+        blocks.append(quote(text, source=entry.name, kind="agent card", limit=len(text)))
     return "\n".join(blocks) or "(no agent is available)"
 
 

@@ -233,7 +233,26 @@ class Registry:
             now = time.monotonic()
             todo = [e for e in self.entries.values() if self._needs_resolving(e, only_pending, now)]
             await asyncio.gather(*(self._resolve(e) for e in todo))
+            for entry in todo:
+                self._name_after_card(entry)
         return list(self.entries.values())
+
+    def _name_after_card(self, entry: AgentEntry) -> None:
+        """An agent given by address only takes its card's name (``-2``, ``-3``... when taken)."""
+        if not entry.config.name_from_card or entry.card is None:
+            return
+        base = re.sub(r"[^A-Za-z0-9_.\-]+", "-", entry.card.name).strip("-.") or entry.name
+        name, n = base, 1
+        while name in self.entries and self.entries[name] is not entry:
+            n += 1
+            name = f"{base}-{n}"
+        old = entry.name
+        renamed = entry.config.model_copy(update={"name": name, "name_from_card": False})
+        self.config.agents[:] = [renamed if a is entry.config else a for a in self.config.agents]
+        entry.config = renamed
+        self.entries = {(name if k == old else k): v for k, v in self.entries.items()}
+        if old in self._objects:
+            self._objects[name] = self._objects.pop(old)
 
     @staticmethod
     def _needs_resolving(entry: AgentEntry, only_pending: bool, now: float) -> bool:

@@ -87,6 +87,10 @@ class RunExistsError(ValueError):
     """A new run was given the id of a run that is already checkpointed."""
 
 
+#: ``--agent stdio:COMMAND``: a stdio agent started from this command line.
+STDIO_PREFIX = "stdio:"
+
+
 def _name_from_url(url: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.\-]+", "-", re.sub(r"^\w+://", "", url)).strip("-") or "agent"
 
@@ -98,11 +102,24 @@ def _agent_config(spec: AgentSpec, name: str | None, options: Mapping[str, Any])
         agent_name = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", spec.name).strip("-") or "agent"
         return AgentConfig(name=agent_name, module=f"<in-process>:{agent_name}", **options), spec
     if isinstance(spec, str):
+        # Given by address only, an agent goes by a stand-in name until its card tells its own.
+        stand_in = name is None
         if re.match(r"^(https?|wss?)://", spec):
-            return AgentConfig(name=name or _name_from_url(spec), url=spec, **options), None
+            return (
+                AgentConfig(name=name or _name_from_url(spec), name_from_card=stand_in, url=spec, **options),
+                None,
+            )
+        if spec.startswith(STDIO_PREFIX):
+            command = spec[len(STDIO_PREFIX) :].strip()
+            if not command:
+                raise ValueError(f"{spec!r}: give the command after {STDIO_PREFIX!r}")
+            return (
+                AgentConfig(name=name or "stdio-agent", name_from_card=stand_in, command=command, **options),
+                None,
+            )
         if ":" in spec:
             return AgentConfig(name=name or spec.rpartition(":")[2], module=spec, **options), None
-        raise ValueError(f"{spec!r} is neither a URL nor 'module:attribute'")
+        raise ValueError(f"{spec!r} is neither a URL, 'stdio:COMMAND' nor 'module:attribute'")
     return AgentConfig.model_validate({**spec, **({"name": name} if name else {}), **options}), None
 
 
@@ -143,6 +160,11 @@ class Supervisor:
             agent, obj = _validated(
                 partial(_agent_config, spec, None, {}), "Supervisor(agents=...)", f"agents[{index}]"
             )
+            if agent.name_from_card:  # stand-in names must not collide either (two stdio agents)
+                taken, stem, n = {a.name for a in agent_configs}, agent.name, 1
+                while agent.name in taken:
+                    n += 1
+                    agent = agent.model_copy(update={"name": f"{stem}-{n}"})
             agent_configs.append(agent)
             if obj is not None:
                 objects[agent.name] = obj
@@ -409,9 +431,10 @@ class Supervisor:
                     }
                 )
                 saved: dict[str, str] | None = None
-                async for values in graph.astream(
-                    graph_input, config, context=rt, stream_mode="values", durability="sync"
-                ):
+                # "sync" makes every yielded state a saved one; without a checkpointer there is
+                # nothing to save, and LangGraph fails when asked to wait for a save it never makes.
+                durability: Any = {"durability": "sync"} if saver is not None else {}
+                async for values in graph.astream(graph_input, config, context=rt, stream_mode="values", **durability):
                     state = values
                     if saver is not None:
                         saved = self._report_checkpoint(rt, state, saved)

@@ -42,4 +42,4 @@ def catalog(rt: RunContext, query: str) -> str:
         ranked = [m.agent for m in rt.registry.retrieve(query, k=None)]
         names = list(dict.fromkeys(ranked))[:size]
         available = [e for e in available if e.name in names] or available[:size]
-    return catalog_text(available, limit=min(rt.settings.peer_text_chars, 2000))
+    return catalog_text(available, limit=rt.settings.card_chars)
