@@ -166,7 +166,7 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
     from rich.live import Live
 
     from . import events as ev
-    from .ui import LiveView, json_line
+    from .ui import LiveView, json_line, redrawing
 
     out = sys.stdout
     status = "failed"
@@ -180,11 +180,12 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
     console = Console(file=out)
     view = LiveView()
     with Live(view.render(), console=console, refresh_per_second=8, transient=False) as live:
-        async for event in events:
-            view.handle(event)
-            if isinstance(event, ev.InputRequested) and interactive:
-                supervisor.answer(event.delegation_id, await _ask(console, live, event))
-            live.update(view.render())
+        async with redrawing(view, live.update):
+            async for event in events:
+                view.handle(event)
+                if isinstance(event, ev.InputRequested) and interactive:
+                    supervisor.answer(event.delegation_id, await _ask(console, live, event))
+                live.update(view.render())
     if not console.is_terminal:
         console.line()  # Live leaves its last frame without a line break when not on a terminal
     console.print(view.summary())

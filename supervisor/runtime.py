@@ -21,7 +21,7 @@ from . import events as ev
 from .config import SupervisorConfig
 from .delegation import Delegator
 from .delegation_record import delegations_in
-from .model import ModelHandle, tool_specs, usage_of
+from .model import ModelHandle, model_failure, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
 from .strategy import Strategy, strategy_named
@@ -95,7 +95,13 @@ class RunContext:
         assert self.model is not None
         runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
         began = time.monotonic()
-        response = await self.interruptible(runnable.ainvoke(list(messages)))
+        try:
+            response = await self.interruptible(runnable.ainvoke(list(messages)))
+        except Exception as exc:
+            failure = model_failure(self.model, exc)
+            if failure is None:
+                raise
+            raise failure from None  # one line naming the endpoint; the client's traceback says no more
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(getattr(response, "content", response)))
         input_tokens, output_tokens = usage_of(response)

@@ -49,7 +49,7 @@ from .config import (
 from .delegation import Delegator
 from .delegation_record import delegations_in
 from .graph import build_graph
-from .model import ModelHandle, open_model
+from .model import ModelHandle, ModelUnavailableError, open_model
 from .nodes.discover import report_agents
 from .registry import Registry
 from .result import RunResult, result_from_state
@@ -342,13 +342,18 @@ class Supervisor:
             except (RunNotFoundError, RunExistsError, ConfigError):
                 raise  # the caller's mistake: raised from stream()/run(), not turned into a failed run
             except Exception as exc:
-                log.exception("run %s failed", run_id)
+                error = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, ModelUnavailableError):
+                    error = str(exc)  # expected in operation: one line, no traceback
+                    log.warning("run %s failed: %s", run_id, error)
+                else:
+                    log.exception("run %s failed", run_id)
                 result = result_from_state(
                     {
                         "run_id": run_id,
                         "objective": run.objective or "",
                         "status": "failed",
-                        "error": f"{type(exc).__name__}: {exc}",
+                        "error": error,
                         "final": "",
                     }
                 )

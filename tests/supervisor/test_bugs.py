@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import shlex
+import socket
 import sys
 from collections import Counter
 from typing import Any
 
 import pytest
+from rich.console import Console
 
 from supervisor import Supervisor
+from supervisor import events as ev
 from supervisor.card_summary import summarize_card
 from supervisor.model import catalog_text
 from supervisor.registry import SkillInfo
+from supervisor.ui import LiveView, redrawing
 from tests.fakes import Failure, FakeOpenAI, ToolCalls, call
 from tests.supervisor.agents import WAIT, Probe, serving, worker
 from tests.supervisor.test_model import model_settings
@@ -131,3 +136,53 @@ def test_the_models_catalog_quotes_whole_cards() -> None:
     body = text.split("\n", 1)[1].rsplit("\n", 1)[0]
     assert json.loads(body)["agent"] == "Big"  # valid JSON: not cut in the middle
     assert "more characters not shown" not in text
+
+
+async def test_the_live_view_redraws_while_a_delegation_works_quietly() -> None:
+    now = [100.0]
+    view = LiveView(clock=lambda: now[0])
+    view.handle(ev.RunStarted(run_id="r", objective="fruit", mode="plan_upfront", strategy="adaptive", model=None))
+    view.handle(
+        ev.DelegationStarted(
+            run_id="r",
+            delegation_id="1.1.0",
+            item_id="1",
+            agent="A",
+            skill="work",
+            description="apples",
+            message_id="m",
+        )
+    )
+    frames: list[str] = []
+    shown = asyncio.Event()
+
+    def update(renderable: Any) -> None:
+        console = Console(record=True, width=120, file=io.StringIO())
+        console.print(renderable)
+        frames.append(console.export_text())
+        if "2.5s" in frames[-1]:
+            shown.set()
+
+    async with redrawing(view, update, interval=0.01):
+        now[0] = 102.5  # no event arrives: only the timer can show the time passing
+        await asyncio.wait_for(shown.wait(), WAIT)
+    count = len(frames)
+    await asyncio.sleep(0.05)
+    assert len(frames) == count  # the timer stops with the block
+
+
+async def test_an_unreachable_model_endpoint_fails_the_run_with_one_line_naming_it(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        url = f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    sup = Supervisor(
+        [worker("A")], model={"model": "m", "base_url": url, "max_retries": 0}, checkpoint={"backend": "memory"}
+    )
+    result = await asyncio.wait_for(sup.run("work on apples"), WAIT)
+    assert result.status == "failed"
+    assert result.error is not None and "\n" not in result.error
+    assert result.error.startswith(f"the model endpoint {url} cannot be reached")
+    assert [r for r in caplog.records if r.exc_info] == []  # no traceback in the log
+    assert any(url in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
