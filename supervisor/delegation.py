@@ -293,10 +293,24 @@ class Delegator:
         """Cancel every delegation in flight (each sends CancelTask); returns their last updates."""
         self.canceling = True
         tasks = list(self.tasks.values())
+        # A delegation whose remote task has already ended is not cancelled: it is only reading
+        # the final task (its usage, its artifacts) and its result stands. Which delegations a
+        # budget cuts off then depends on what the agents had finished, not on where each
+        # coroutine happened to be waiting.
+        ended = {
+            task
+            for item_id, task in self.tasks.items()
+            if (record := self._current.get(item_id)) is not None and record.state in _FINAL
+        }
         for task in tasks:
-            task.cancel()
+            if task not in ended:
+                task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_GRACE * 2)
+        for task in ended:
+            task.cancel()  # past the grace period even a finished one is given up
+        if ended:
+            await asyncio.wait(ended, timeout=CANCEL_GRACE)
         found = []
         while not self.updates.empty():
             found.append(self.updates.get_nowait())

@@ -17,6 +17,7 @@ from rich.console import Console
 from supervisor import Supervisor
 from supervisor import events as ev
 from supervisor.card_summary import summarize_card
+from supervisor.delegation import Delegator
 from supervisor.model import catalog_text
 from supervisor.registry import SkillInfo
 from supervisor.ui import LiveView, redrawing
@@ -186,3 +187,45 @@ async def test_an_unreachable_model_endpoint_fails_the_run_with_one_line_naming_
     assert result.error.startswith(f"the model endpoint {url} cannot be reached")
     assert [r for r in caplog.records if r.exc_info] == []  # no traceback in the log
     assert any(url in r.getMessage() for r in caplog.records if r.levelname == "WARNING")
+
+
+async def test_a_delegation_that_has_ended_is_not_cancelled_when_a_budget_runs_out(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A's task has ended (the supervisor is reading its final state) when B's usage exhausts the budget."""
+    probe = Probe(hold=True)
+    reading, go_on = asyncio.Event(), asyncio.Event()
+    original = Delegator._final_task
+
+    async def slow_final_task(self: Delegator, entry: Any, record: Any) -> None:
+        if record.agent == "A":
+            reading.set()
+            await go_on.wait()
+        await original(self, entry, record)
+
+    monkeypatch.setattr(Delegator, "_final_task", slow_final_task)
+    sup = Supervisor(
+        [worker("A", usage=None), worker("B", probe, usage=(10, 5, 0.0))],
+        strategy="parallel",
+        budget={"tokens": 10},
+        checkpoint={"backend": "memory"},
+    )
+    finished: ev.RunFinished | None = None
+
+    async def consume() -> None:
+        nonlocal finished
+        async for event in sup.stream("work on apples; work on pears"):
+            if isinstance(event, ev.BudgetExhausted):
+                go_on.set()  # only now may A's final read go on: the budget is already spent
+            elif isinstance(event, ev.RunFinished):
+                finished = event
+
+    run = asyncio.create_task(consume())
+    await asyncio.wait_for(reading.wait(), WAIT)
+    probe.release()  # B finishes and its usage crosses the budget
+    await asyncio.wait_for(run, WAIT)
+    assert finished is not None and finished.result is not None
+    result = finished.result
+    assert result.stopped == "budget:tokens"
+    apples = next(i for i in result.items if i.agent == "A")
+    assert apples.status == "done" and "A did: work on apples" in (apples.result or "")
