@@ -45,7 +45,8 @@ def supervisor_agent(
         "supervise",
         name="Supervise",
         description="Give an objective in plain text; it is planned, delegated to agents and answered.",
-        tags=["plan", "delegate", "supervisor", "orchestrate"],
+        # "general": it takes any objective (an offline planner above routes unmatched steps to it).
+        tags=["plan", "delegate", "supervisor", "orchestrate", "general"],
         examples=["Summarise README.md and list the TODOs in src/"],
     )
     async def supervise(ctx: RequestContext) -> None:

@@ -8,7 +8,7 @@ never mixed into it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -57,6 +57,9 @@ class Item(TypedDict):
     note: str
     #: The model's tool call this item answers (conversational mode).
     tool_call_id: str | None
+    #: Arguments filled from the results of other items when it starts: argument name -> item ids
+    #: (the offline planner's "save the result to out.txt" after a step that computed it).
+    inputs: NotRequired[dict[str, list[str]]]
 
 
 class Usage(TypedDict):
@@ -130,8 +133,9 @@ def new_item(
     arguments: dict[str, Any] | None = None,
     depends_on: list[str] | None = None,
     tool_call_id: str | None = None,
+    inputs: dict[str, list[str]] | None = None,
 ) -> Item:
-    return Item(
+    item = Item(
         id=item_id,
         description=description,
         instruction=instruction or description,
@@ -149,3 +153,6 @@ def new_item(
         note="",
         tool_call_id=tool_call_id,
     )
+    if inputs:
+        item["inputs"] = {name: list(ids) for name, ids in inputs.items()}
+    return item

@@ -125,22 +125,35 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     except ContextBudgetError as exc:
         return _fail(rt, item, str(exc))
     resume = record if record is not None and record.active else None
-    rt.delegator.start(
-        Job(
-            item["id"],
-            item["description"],
-            agent,
-            skill,
-            text,
-            record.arguments if record else item["arguments"],
-            dispatch,
-            resume,
-        )
-    )
+    arguments = record.arguments if record else _arguments(state, item, items)
+    rt.delegator.start(Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
     return started
+
+
+def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> dict[str, Any] | None:
+    """The item's arguments, with those it takes from other items' results filled in."""
+    inputs = item.get("inputs") or {}
+    if not inputs or item["arguments"] is None:
+        return item["arguments"]
+    filled = dict(item["arguments"])
+    for name, sources in inputs.items():
+        outputs = [output_of(state, items[s]) for s in sources if s in items and items[s]["status"] == "done"]
+        filled[name] = "\n".join(o.rstrip("\n") for o in outputs) + ("\n" if outputs else "")
+    return filled
+
+
+def output_of(state: SupervisorState, item: Item) -> str:
+    """What an item produced, as another item's input: a program's standard output when its
+    agent returned one (an artifact named ``stdout``), else its result text."""
+    records = state.get("delegations") or {}
+    latest = records.get(item["delegations"][-1]) if item["delegations"] else None
+    for artifact in (latest or {}).get("artifacts") or []:
+        if artifact.get("name") == "stdout":
+            return "".join(p.get("text") or "" for p in artifact.get("parts") or [])
+    return item["result"] or ""
 
 
 def _route(rt: RunContext, item: Item) -> tuple[str | None, str | None]:
