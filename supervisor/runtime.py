@@ -27,7 +27,7 @@ from .state import SupervisorState, Usage, new_usage
 from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
-__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "set_fallback_context", "totals"]
+__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "totals"]
 
 T = TypeVar("T")
 
@@ -124,28 +124,18 @@ class RunContext:
         return response, total
 
 
-#: Makes the run context for a thread when the graph is run without one (LangGraph Studio).
-_fallback_context: Callable[[str], RunContext] | None = None
-_fallback_contexts: dict[str, RunContext] = {}
-
-
-def set_fallback_context(factory: Callable[[str], RunContext] | None) -> None:
-    """For hosts that run the compiled graph themselves (LangGraph Studio): how to make a context."""
-    global _fallback_context
-    _fallback_context = factory
-    _fallback_contexts.clear()
-
-
-def context_of(runtime: Runtime[RunContext]) -> RunContext:
-    """The run's context, as ``Supervisor`` passes it (or as the fallback makes it, once per thread)."""
-    if runtime.context is not None:
+def context_of(runtime: Runtime[Any]) -> RunContext:
+    """The run's context: the live one ``Supervisor`` passes, or one built from the serialisable
+    settings a host gives (LangGraph Server, Studio, a parent graph: ``supervisor.hosted``)."""
+    if isinstance(runtime.context, RunContext):
         return runtime.context
-    if _fallback_context is None:
-        raise RuntimeError("the supervisor graph needs its RunContext: run it through Supervisor, or see studio.py")
-    thread = str(get_config().get("configurable", {}).get("thread_id", "default"))
-    if thread not in _fallback_contexts:
-        _fallback_contexts[thread] = _fallback_context(thread)
-    return _fallback_contexts[thread]
+    from .hosted import hosted_context, settings_from
+
+    config = get_config()
+    configurable = dict(config.get("configurable") or {})
+    # One context per run: a host's run id when it gives one, else the thread.
+    key = str(configurable.get("run_id") or config.get("run_id") or configurable.get("thread_id") or "default")
+    return hosted_context(settings_from(runtime.context, configurable), key)
 
 
 def totals(state: SupervisorState) -> dict[str, float]:

@@ -36,6 +36,8 @@ async def discover(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     entries = await rt.registry.discover()
     report_agents(rt, entries)
     update: Update = {"agents": [e.summary() for e in entries]}
+    if not state.get("run_id"):  # a host's input is only the objective
+        update["run_id"] = rt.run_id
     down = [e for e in entries if e.config.required and not e.up]
     if down:
         reasons = "; ".join(f"{e.name}: {e.error}" for e in down)

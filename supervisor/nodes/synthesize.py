@@ -8,6 +8,7 @@ from collections.abc import Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from ..hosted import release
 from ..model import SYNTHESIZE_SYSTEM, items_text, system_prompt
 from ..offline import assemble
 from ..runtime import RunCanceled, RunContext, context_of
@@ -43,6 +44,7 @@ async def synthesize(state: SupervisorState, runtime: Runtime[RunContext]) -> Up
         final = assemble(state["objective"], items, limit=rt.settings.peer_text_chars, stop=reason)
     update["status"] = _status({**state, "stop": update.get("stop", stop)}, items)
     update["final"] = final
+    await release(rt)  # a host's run ends here (a Supervisor's run is ended by the Supervisor)
     return update
 
 
