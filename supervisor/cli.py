@@ -59,6 +59,9 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print one JSON event per line instead of the live view")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a run whose supervisor died (same config)")
     parser.add_argument("--run-id", help="the id of a new run (default: a random one)")
+    parser.add_argument(
+        "--thread", metavar="ID", help="continue (or start) the conversation ID: earlier turns are seen"
+    )
     parser.add_argument("--mode", choices=["plan_upfront", "conversational"], help="override supervisor.mode")
     parser.add_argument(
         "--strategy",
@@ -217,9 +220,9 @@ async def run(args: argparse.Namespace) -> int:
     try:
         async with supervisor:
             events = (
-                supervisor.stream_resume(args.resume, interactive=interactive)
+                supervisor.stream_resume(args.resume, interactive=interactive, thread=args.thread)
                 if args.resume
-                else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive)
+                else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive, thread=args.thread)
             )
             status = await _consume(supervisor, events, args, interactive)
     except (RunNotFoundError, RunExistsError, ConfigError) as exc:

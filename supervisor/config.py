@@ -325,6 +325,8 @@ class SupervisorSettings(_Model):
     #: Characters of one agent card in the model's prompt: a structural summary (name,
     #: description, skills with ids, descriptions and examples) shrunk to fit, never cut mid-JSON.
     card_chars: int = Field(2000, ge=200)
+    #: Tokens of the earlier turns of a conversation shown to the model (a digest past that).
+    history_tokens: int = Field(2000, ge=100)
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).
     interactive: bool | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

@@ -107,6 +107,8 @@ class Job:
     dispatch: int
     #: A delegation of this item that a resumed run finds unfinished: follow it, do not resend.
     resume: Delegation | None = None
+    #: The A2A contextId each agent has in this thread (a conversation): sent with the message.
+    contexts: dict[str, str] = dataclasses.field(default_factory=dict)
 
 
 @dataclass
@@ -414,6 +416,7 @@ class Delegator:
             text=job.text,
             arguments=job.arguments,
             failover_from=failover_from,
+            context_id=job.contexts.get(entry.name),
         )
 
     def _message(self, record: Delegation) -> Message:
@@ -425,7 +428,13 @@ class Delegator:
                 parts.append(
                     Part(data={"tool": record.skill, "arguments": record.arguments}, media_type="application/json")
                 )
-        return Message(message_id=record.message_id, role=Role.USER, parts=parts, metadata=metadata)
+        return Message(
+            message_id=record.message_id,
+            role=Role.USER,
+            parts=parts,
+            metadata=metadata,
+            context_id=record.context_id,  # the agent's conversation in this thread, if it has one
+        )
 
     # ---- one delegation ------------------------------------------------------------------
 

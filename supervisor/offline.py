@@ -60,9 +60,20 @@ from .registry import Registry, SkillInfo
 from .state import Item, new_item
 from .strategy import Strategy
 
-__all__ = ["MAX_STEPS", "Step", "assemble", "extract_arguments", "fill_arguments", "plan_offline", "split_objective"]
+__all__ = [
+    "MAX_STEPS",
+    "PREVIOUS_TURN",
+    "Step",
+    "assemble",
+    "extract_arguments",
+    "fill_arguments",
+    "plan_offline",
+    "split_objective",
+]
 
 MAX_STEPS = 1000
+#: In an item's ``inputs``: the results of the conversation's previous turn (not an item of this one).
+PREVIOUS_TURN = "@previous-turn"
 #: Agents whose matching skill has the best skill's id and at least this share of its score share the work.
 SHARE_SCORE = 0.8
 
@@ -147,6 +158,8 @@ class Step:
     text: str
     #: Indexes (0-based) of the steps this one depends on.
     depends_on: tuple[int, ...] = ()
+    #: It refers back ("it", "the result"): with no step before it, to the conversation's last turn.
+    refers_back: bool = False
 
 
 def _clean(text: str) -> str:
@@ -214,7 +227,8 @@ def split_objective(objective: str, *, max_steps: int = MAX_STEPS) -> list[Step]
             continue
         # Back-references are looked for in the words of the step, not in the code or content it carries.
         head = _PLACEHOLDER.sub(" ", cleaned).partition(": ")[0]
-        steps.append(Step(text, _dependencies(head, len(steps), sequenced)))
+        back = any(r.search(head) for r in (_BACKREF, _BOTH_BACKREF, _ALL_BACKREF))
+        steps.append(Step(text, _dependencies(head, len(steps), sequenced), back))
     return steps or [Step(objective.strip() or "(empty objective)")]
 
 
@@ -326,23 +340,33 @@ def extract_arguments(step: str, skill: SkillInfo) -> dict[str, Any] | None:
 
 
 def _structured_input(
-    step: Step, skill: SkillInfo | None, ids: list[str]
+    step: Step, skill: SkillInfo | None, ids: list[str], continues: bool
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """The arguments, and which of them come from the results of the steps this one depends on
-    (a write step after a fetch writes what was fetched: rule 4)."""
+    (a write step after a fetch writes what was fetched: rule 4) or, for a step that refers back
+    with nothing before it in a conversation's later turn, from the last turn's results."""
     filled = fill_arguments(step.text, skill) if skill else None
     if filled is None:
         return None, {}
     arguments, missing = filled
     if not missing:
         return arguments, {}
-    if step.depends_on and all(_named(name, _BODY_NAMES) for name in missing):
-        return arguments, {name: [ids[d] for d in step.depends_on] for name in missing}
+    if all(_named(name, _BODY_NAMES) for name in missing):
+        if step.depends_on:
+            return arguments, {name: [ids[d] for d in step.depends_on] for name in missing}
+        if continues and step.refers_back:
+            return arguments, {name: [PREVIOUS_TURN] for name in missing}
     return None, {}
 
 
 def plan_offline(
-    objective: str, registry: Registry, *, strategy: Strategy, max_steps: int = MAX_STEPS, prefix: str = ""
+    objective: str,
+    registry: Registry,
+    *,
+    strategy: Strategy,
+    max_steps: int = MAX_STEPS,
+    prefix: str = "",
+    continues: bool = False,
 ) -> list[Item]:
     """The TODO list for ``objective``: split, dependencies, routing and structured input.
 
@@ -357,7 +381,7 @@ def plan_offline(
             load[route.agent] += 1
         entry = registry.get(route.agent)
         skill = entry.skill(route.skill) if entry else None
-        arguments, inputs = _structured_input(step, skill, ids)
+        arguments, inputs = _structured_input(step, skill, ids, continues)
         # Dependencies stay, even under a strategy that ignores them, for a step that takes its
         # input from them: it cannot run before they have their results.
         depends = [ids[d] for d in step.depends_on] if strategy.follows_dependencies or inputs else []

@@ -17,6 +17,9 @@ from .delegation_record import DelegationData
 
 __all__ = [
     "FINAL_ITEM_STATES",
+    "RESET",
+    "Turn",
+    "append",
     "Item",
     "ItemStatus",
     "SupervisorState",
@@ -86,16 +89,39 @@ def new_usage() -> Usage:
     )
 
 
+#: A key that, in a map a node returns, empties the map first (a new turn of a conversation).
+RESET = "__reset__"
+
+
 def merge(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
-    """Key by key: a node returns only the entries it changed."""
+    """Key by key: a node returns only the entries it changed (``{RESET: True}`` starts afresh)."""
+    if new and new.get(RESET):
+        return {k: v for k, v in new.items() if k != RESET}
     return {**(old or {}), **(new or {})}
 
 
 def merge_nested(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    if new and new.get(RESET):
+        old, new = {}, {k: v for k, v in new.items() if k != RESET}
     merged = dict(old or {})
     for key, value in (new or {}).items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
     return merged
+
+
+def append(old: list[Any] | None, new: list[Any] | None) -> list[Any]:
+    return [*(old or []), *(new or [])]
+
+
+class Turn(TypedDict):
+    """One finished run of a conversation (a thread), as later runs of it see it."""
+
+    run_id: str
+    objective: str
+    status: str
+    final: str
+    #: Each item: id, description, agent, status, and its output (what a later step may use).
+    items: list[dict[str, Any]]
 
 
 class SupervisorState(TypedDict, total=False):
@@ -121,6 +147,11 @@ class SupervisorState(TypedDict, total=False):
     final: str | None
     status: str | None
     error: str | None
+    #: The earlier runs of this thread (a conversation), oldest first; kept in full here, digested
+    #: in prompts (``supervisor.conversation``).
+    history: Annotated[list[Turn], append]
+    #: The A2A ``contextId`` of each agent in this thread, so that an agent sees one conversation too.
+    contexts: Annotated[dict[str, str], merge]
 
 
 def new_item(

@@ -77,6 +77,12 @@ class _Run:
     depth: int
     resume: bool
     interactive: bool
+    #: The conversation (LangGraph thread) it belongs to; ``None``: a run of its own (thread = run id).
+    thread: str | None = None
+
+    @property
+    def thread_id(self) -> str:
+        return self.thread or self.run_id
 
 
 class RunNotFoundError(LookupError):
@@ -237,23 +243,48 @@ class Supervisor:
     # ---- running -------------------------------------------------------------------------
 
     async def run(
-        self, objective: str, *, run_id: str | None = None, depth: int = 0, ask: Ask | None = None
+        self,
+        objective: str,
+        *,
+        run_id: str | None = None,
+        depth: int = 0,
+        ask: Ask | None = None,
+        thread: str | None = None,
     ) -> RunResult:
-        """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive)."""
-        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None), ask)
+        """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive).
+
+        ``thread`` continues a conversation: the run sees the thread's earlier objectives and
+        answers, and each agent gets the contextId it had in it (``supervisor.conversation``)."""
+        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None, thread), ask)
 
     def stream(
-        self, objective: str, *, run_id: str | None = None, depth: int = 0, interactive: bool | None = None
+        self,
+        objective: str,
+        *,
+        run_id: str | None = None,
+        depth: int = 0,
+        interactive: bool | None = None,
+        thread: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         """Run, yielding typed progress events; the last one is ``RunFinished`` (with ``.result``)."""
-        return self._stream(objective, run_id, depth, None, interactive)
+        return self._stream(objective, run_id, depth, None, interactive, thread)
 
-    async def resume(self, run_id: str, *, ask: Ask | None = None) -> RunResult:
+    async def resume(self, run_id: str, *, ask: Ask | None = None, thread: str | None = None) -> RunResult:
         """Continue a run whose process died: unfinished remote tasks are followed by their ids."""
-        return await self._consume(self._stream(None, run_id, 0, run_id, ask is not None), ask)
+        return await self._consume(self._stream(None, run_id, 0, run_id, ask is not None, thread), ask)
 
-    def stream_resume(self, run_id: str, *, interactive: bool | None = None) -> AsyncIterator[ev.Event]:
-        return self._stream(None, run_id, 0, run_id, interactive)
+    def stream_resume(
+        self, run_id: str, *, interactive: bool | None = None, thread: str | None = None
+    ) -> AsyncIterator[ev.Event]:
+        return self._stream(None, run_id, 0, run_id, interactive, thread)
+
+    async def get_thread(self, thread: str) -> list[dict[str, Any]]:
+        """The finished turns of a conversation, oldest first (objective, status, answer, item outputs)."""
+        async with self._saver() as saver:
+            if saver is None:
+                return []
+            snapshot = await build_graph().compile(checkpointer=saver).aget_state(self._graph_config(thread))
+        return [dict(turn) for turn in (snapshot.values or {}).get("history") or []]
 
     def cancel(self, run_id: str | None = None) -> None:
         """Cancel one run (or all): delegations in flight get CancelTask; partial results are kept."""
@@ -315,10 +346,16 @@ class Supervisor:
         return bool(self.config.supervisor.interactive)
 
     async def _stream(
-        self, objective: str | None, run_id: str | None, depth: int, resume: str | None, interactive: bool | None
+        self,
+        objective: str | None,
+        run_id: str | None,
+        depth: int,
+        resume: str | None,
+        interactive: bool | None,
+        thread: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         run_id = run_id or uuid.uuid4().hex[:16]
-        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive))
+        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive), thread)
         queue: asyncio.Queue[ev.Event | None] = asyncio.Queue()
         driver = asyncio.create_task(self._drive(run, queue), name=f"supervisor-run-{run_id}")
         try:
@@ -378,17 +415,24 @@ class Supervisor:
         settings = self.config.supervisor
         async with self._saver() as saver, open_model(settings, self._chat_model) as model:
             graph = build_graph().compile(checkpointer=saver)
-            config = self._graph_config(run_id)
+            config = self._graph_config(run.thread_id)
             state: dict[str, Any] = {}
             if saver is not None:
                 state = dict((await graph.aget_state(config)).values or {})
+            if run.thread is not None and saver is None:
+                raise RunExistsError("a conversation (thread) needs checkpoints: checkpoint.backend is 'none'")
             if resume and not state:
                 where = settings.checkpoint.resolved_path() if settings.checkpoint.backend == "sqlite" else "memory"
-                raise RunNotFoundError(f"no run {run_id!r} in the checkpoints ({where})")
-            if not resume and state:
+                raise RunNotFoundError(f"no run {run.thread_id!r} in the checkpoints ({where})")
+            if not resume and state and run.thread is None:
                 raise RunExistsError(f"run {run_id!r} exists already; resume it, or use another run id")
+            if not resume and state and not state.get("status"):
+                raise RunExistsError(
+                    f"thread {run.thread!r} has a run in progress ({state.get('run_id')}); resume it first"
+                )
             if resume:
                 objective, depth = state["objective"], int(state.get("depth", 0))
+                run_id = str(state.get("run_id") or run_id)
                 if state.get("status"):
                     return result_from_state(state)
             assert objective is not None

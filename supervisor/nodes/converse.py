@@ -11,7 +11,7 @@ from ..model import CONVERSE_SYSTEM, TOOLS, system_prompt
 from ..quoting import quote
 from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
 from ..state import FINAL_ITEM_STATES, Item, SupervisorState
-from .prompting import catalog
+from .prompting import catalog, earlier_turns
 from .todo import Update, items_of
 
 __all__ = ["after_converse", "converse", "tool_results"]
@@ -31,7 +31,7 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
         return {**update, "stop": stop}
     system = SystemMessage(
         system_prompt(CONVERSE_SYSTEM) + "\n\nAgents (the best matches for the objective; "
-        f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}"
+        f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}{earlier_turns(rt, state)}"
     )
     try:
         response, usage = await rt.call_model("converse", [system, *history], list(TOOLS), state.get("usage"))

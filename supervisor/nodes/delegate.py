@@ -17,6 +17,7 @@ from langgraph.runtime import Runtime
 from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
 from ..delegation_record import Delegation, DelegationData, delegations_in
+from ..offline import PREVIOUS_TURN
 from ..runtime import RunContext, budget_exhausted, context_of, totals
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
@@ -31,6 +32,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     changed: dict[str, Item] = {}
     records: dict[str, DelegationData] = {}
     variables: dict[str, dict[str, Any]] = {}
+    contexts: dict[str, str] = {}
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
     if stop is None:
         _skip_blocked(rt, items, changed)
@@ -42,17 +44,19 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
             items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
         if rt.delegator.in_flight or not rt.delegator.updates.empty():
             updates = await rt.delegator.next_updates(rt.cancel, rt.wall_time_left())
-            _apply_updates(rt, state, updates, items, changed, records, variables)
+            _apply_updates(rt, state, updates, items, changed, records, variables, contexts)
             if rt.cancel.is_set():
                 stop = "canceled"
             elif not updates and rt.wall_time_left() == 0:
                 stop = budget_exhausted(state, rt) or "budget:wall_time"
     if stop is not None:
-        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables)
+        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables, contexts)
         for item in items.values():
             if item["status"] == "running":
                 changed[item["id"]] = {**item, "status": "canceled"}
     update: Update = {"items": changed, "delegations": records, "variables": variables}
+    if contexts:
+        update["contexts"] = contexts
     if stop is not None:
         update["stop"] = stop
     return update
@@ -126,7 +130,8 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
         return _fail(rt, item, str(exc))
     resume = record if record is not None and record.active else None
     arguments = record.arguments if record else _arguments(state, item, items)
-    rt.delegator.start(Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume))
+    contexts = dict(state.get("contexts") or {})
+    rt.delegator.start(Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
@@ -141,6 +146,9 @@ def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> di
     filled = dict(item["arguments"])
     for name, sources in inputs.items():
         outputs = [output_of(state, items[s]) for s in sources if s in items and items[s]["status"] == "done"]
+        if PREVIOUS_TURN in sources and state.get("history"):
+            last = (state.get("history") or [])[-1]
+            outputs += [i["output"] for i in last["items"] if i["status"] == "done" and i.get("output")]
         filled[name] = "\n".join(o.rstrip("\n") for o in outputs) + ("\n" if outputs else "")
     return filled
 
@@ -221,11 +229,14 @@ def _apply_updates(
     changed: dict[str, Item],
     records: dict[str, DelegationData],
     variables: dict[str, dict[str, Any]],
+    contexts: dict[str, str],
 ) -> None:
     for update in updates:
         if isinstance(update, RecordUpdate):
             record = update.record
             records[record.id] = record.as_state()
+            if record.context_id and (state.get("contexts") or {}).get(record.agent) != record.context_id:
+                contexts[record.agent] = record.context_id
             item = changed.get(record.item_id) or items.get(record.item_id)
             if item is not None and record.id not in item["delegations"]:
                 item = {**item, "delegations": [*item["delegations"], record.id]}
