@@ -327,6 +327,9 @@ class SupervisorSettings(_Model):
     card_chars: int = Field(2000, ge=200)
     #: Tokens of the earlier turns of a conversation shown to the model (a digest past that).
     history_tokens: int = Field(2000, ge=100)
+    #: Tokens of the model's own messages in one conversational run shown to it (older tool results
+    #: are shortened to a note past that; the state keeps them whole).
+    messages_tokens: int = Field(8000, ge=200)
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).
     interactive: bool | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

@@ -7,6 +7,7 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
+from ..conversation import compact_messages
 from ..model import CONVERSE_SYSTEM, TOOLS, system_prompt
 from ..quoting import quote
 from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
@@ -34,7 +35,8 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
         f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}{earlier_turns(rt, state)}"
     )
     try:
-        response, usage = await rt.call_model("converse", [system, *history], list(TOOLS), state.get("usage"))
+        shown = compact_messages(history, budget=rt.settings.messages_tokens, count=rt.token_counter)
+        response, usage = await rt.call_model("converse", [system, *shown], list(TOOLS), state.get("usage"))
     except RunCanceled as exc:
         return {**update, "stop": str(exc)}
     update["messages"] = [*update.get("messages", []), response]

@@ -13,8 +13,9 @@ from supervisor.cli import build_parser
 from supervisor.conversation import conversation_text
 from supervisor.state import Turn
 from supervisor.tokens import estimate_tokens
-from tests.fakes import FakeOpenAI, Reply, ToolCalls, call
+from tests.fakes import Failure, FakeOpenAI, Reply, ToolCalls, call
 from tests.supervisor.agents import WAIT, Probe, worker
+from tests.supervisor.test_bugs import _unanswered
 from tests.supervisor.test_model import model_settings
 from tests.supervisor.test_offline_planner import Agents, agents  # noqa: F401 (the fixture)
 
@@ -113,3 +114,34 @@ async def test_a_fifty_turn_conversation_keeps_the_models_prompt_bounded(monkeyp
 def test_the_cli_takes_a_thread() -> None:
     args = build_parser().parse_args(["supervise", "say more", "--thread", "chat-1"])
     assert args.thread == "chat-1"
+
+
+async def test_a_long_conversational_run_keeps_its_prompt_within_messages_tokens(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    sizes: list[int] = []
+    turn = [0]
+
+    def step(body: dict[str, Any]) -> ToolCalls | Any:
+        bad = _unanswered(body)
+        if bad:
+            return Failure(400, f"tool calls not answered: {bad}")
+        sizes.append(sum(len(m.get("content") or "") for m in body["messages"][1:]))  # all but the system prompt
+        turn[0] += 1
+        if turn[0] > 25:
+            return ToolCalls(call("finish", answer="all 25 done"))
+        return ToolCalls(call("delegate", agent="A", task=f"work on part {turn[0]}", description=f"part {turn[0]}"))
+
+    async with FakeOpenAI([step] * 26) as fake:
+        sup = Supervisor(
+            [worker("A", answer=lambda text: text + " " + "z" * 4000)],
+            mode="conversational",
+            model=model_settings(fake, monkeypatch, max_retries=0),
+            messages_tokens=2000,
+            checkpoint={"backend": "memory"},
+        )
+        result = await asyncio.wait_for(sup.run("do 25 parts"), WAIT * 3)
+    assert result.status == "completed" and result.final == "all 25 done"
+    assert len(sizes) == 26
+    assert max(sizes) <= 2000 * 4 + 4100  # the budget, plus the newest result that is always whole
+    assert sizes[-1] < sum(4000 for _ in range(25)) // 5  # without compaction it would be over 100,000
