@@ -164,7 +164,9 @@ async def _ask(console: Console, live: Live | None, event: ev.InputRequested) ->
     return answer.strip() or None
 
 
-async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace, interactive: bool) -> str:
+async def _consume(
+    supervisor: Supervisor, events: Any, args: argparse.Namespace, interactive: bool, approval: Any = None
+) -> str:
     from rich.console import Console
     from rich.live import Live
 
@@ -183,6 +185,8 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
     console = Console(file=out)
     view = LiveView()
     with Live(view.render(), console=console, refresh_per_second=8, transient=False) as live:
+        if approval is not None:
+            approval.attach(console, live)
         async with redrawing(view, live.update):
             async for event in events:
                 view.handle(event)
@@ -204,9 +208,13 @@ async def run(args: argparse.Namespace) -> int:
     if not args.objective and not args.resume:
         print("a2a supervise: give an objective, or --resume RUN_ID", file=err)
         return USAGE_ERROR
+    from .hooks import ApprovalHook
+    from .ui import TerminalApproval
+
+    approval = TerminalApproval(interactive=False)  # agents with `approval: true` are asked about
     try:
         config = _config(args)
-        supervisor = Supervisor(args.agent, config=config)
+        supervisor = Supervisor(args.agent, config=config, hooks=[ApprovalHook(approval)])
     except (ConfigError, ValueError) as exc:
         print(f"a2a supervise: {exc}", file=err)
         return USAGE_ERROR
@@ -215,6 +223,7 @@ async def run(args: argparse.Namespace) -> int:
         interactive = config.supervisor.interactive
     if interactive is None:
         interactive = sys.stdin.isatty() and not args.json
+    approval.interactive = interactive
     interrupts = _Interrupts(supervisor)
     installed = interrupts.install()
     try:
@@ -224,7 +233,7 @@ async def run(args: argparse.Namespace) -> int:
                 if args.resume
                 else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive, thread=args.thread)
             )
-            status = await _consume(supervisor, events, args, interactive)
+            status = await _consume(supervisor, events, args, interactive, approval)
     except (RunNotFoundError, RunExistsError, ConfigError) as exc:
         print(f"a2a supervise: {exc}", file=err)
         return USAGE_ERROR

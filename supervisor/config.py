@@ -180,6 +180,9 @@ class AgentConfig(_Model):
     #: The name is a stand-in (the agent was given by address only, e.g. ``--agent URL``): once
     #: its card is known the agent is renamed after the card's name (made unique).
     name_from_card: bool = False
+    #: Ask before each delegation to this agent (``supervisor.hooks.ApprovalHook``; the CLI asks on
+    #: the terminal, and refuses when it cannot ask).
+    approval: bool = False
 
     @field_validator("url", "module", "cwd", mode="before")
     @classmethod
@@ -330,6 +333,8 @@ class SupervisorSettings(_Model):
     #: Tokens of the model's own messages in one conversational run shown to it (older tool results
     #: are shortened to a note past that; the state keeps them whole).
     messages_tokens: int = Field(8000, ge=200)
+    #: Hooks around delegations and model calls, as import paths (``supervisor.hooks``).
+    hooks: list[str] = Field(default_factory=list)
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).
     interactive: bool | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

@@ -41,7 +41,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,7 @@ from a2a.types import (
 
 from . import events as ev
 from .delegation_record import Delegation
+from .hooks import DelegationRequest, DelegationResult, Vetoed
 from .registry import AgentEntry, Registry
 
 __all__ = ["Delegator", "ItemDone", "Job", "Outcome", "RecordUpdate", "message_id_for", "outcome_of"]
@@ -231,7 +232,10 @@ class Delegator:
         max_depth: int,
         emit: Callable[[ev.Event], None],
         interactive: bool,
+        hooks: Sequence[Any] = (),
     ) -> None:
+        #: ``supervisor.hooks``: around each delegation (before: change or veto; after: replace).
+        self.hooks = list(hooks)
         self.run_id = run_id
         self.registry = registry
         self.depth = depth
@@ -335,7 +339,15 @@ class Delegator:
     async def _run_item(self, job: Job) -> None:
         outcome = Outcome("canceled", job.agent, error="canceled")
         try:
-            outcome = await self._try_agents(job)
+            request = self._request(job)
+            if job.resume is None:  # a delegation picked up after a restart was already let through
+                try:
+                    request = await self._before(request)
+                except Vetoed as exc:
+                    outcome = Outcome("failed", job.agent, error=f"vetoed: {exc}", state="refused")
+                    return
+                job = dataclasses.replace(job, agent=request.agent, text=request.text, arguments=request.arguments)
+            outcome = await self._after(request, await self._try_agents(job))
         except asyncio.CancelledError:
             current = self._current.get(job.item_id)
             if current is not None:
@@ -345,6 +357,42 @@ class Delegator:
             self.tasks.pop(job.item_id, None)
             self._current.pop(job.item_id, None)
             self.updates.put_nowait(ItemDone(job.item_id, outcome))
+
+    def _request(self, job: Job) -> DelegationRequest:
+        entry = self.registry.get(job.agent)
+        return DelegationRequest(
+            run_id=self.run_id,
+            item_id=job.item_id,
+            description=job.description,
+            agent=job.agent,
+            skill=job.skill,
+            text=job.text,
+            arguments=job.arguments,
+            needs_approval=bool(entry and entry.config.approval),
+        )
+
+    async def _before(self, request: DelegationRequest) -> DelegationRequest:
+        for hook in self.hooks:
+            method = getattr(hook, "before_delegation", None)
+            if method is not None:
+                request = await method(request)
+        return request
+
+    async def _after(self, request: DelegationRequest, outcome: Outcome) -> Outcome:
+        hooks = [m for h in self.hooks if (m := getattr(h, "after_delegation", None)) is not None]
+        if not hooks:
+            return outcome
+        result = DelegationResult(outcome.status, outcome.agent, outcome.result, outcome.data, outcome.error)
+        for method in hooks:
+            result = await method(request, result)
+        return dataclasses.replace(
+            outcome,
+            status=result.status,
+            agent=result.agent,
+            result=result.result,
+            data=result.data,
+            error=result.error,
+        )
 
     async def _try_agents(self, job: Job) -> Outcome:
         tried: list[str] = []

@@ -124,9 +124,16 @@ def hosted_context(settings: GraphSettings, run_key: str) -> RunContext:
         max_depth=config.supervisor.max_depth,
         emit=_log,
         interactive=False,
+        hooks=sup.hooks,
     )
     rt = RunContext(
-        run_id=run_key, config=config, registry=sup.registry, delegator=delegator, model=_model(config), emit=_log
+        run_id=run_key,
+        config=config,
+        registry=sup.registry,
+        delegator=delegator,
+        model=_model(config),
+        emit=_log,
+        hooks=sup.hooks,
     )
     _runs[run_key] = rt
     return rt

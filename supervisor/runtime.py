@@ -52,6 +52,8 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     #: Budgets already reported as exhausted (each is reported once).
     exhausted: set[str] = field(default_factory=set)
+    #: ``supervisor.hooks`` objects (the model-call hooks are run here; the delegator runs the others).
+    hooks: list[Any] = field(default_factory=list)
 
     @property
     def settings(self) -> Any:
@@ -95,8 +97,12 @@ class RunContext:
         assert self.model is not None
         runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
         began = time.monotonic()
+        messages = list(messages)
+        for hook in self.hooks:
+            if (before := getattr(hook, "before_model", None)) is not None:
+                messages = list(await before(purpose, messages))
         try:
-            response = await self.interruptible(runnable.ainvoke(list(messages)))
+            response = await self.interruptible(runnable.ainvoke(messages))
         except Exception as exc:
             failure = model_failure(self.model, exc)
             if failure is None:
@@ -104,6 +110,9 @@ class RunContext:
             raise failure from None  # one line naming the endpoint; the client's traceback says no more
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(getattr(response, "content", response)))
+        for hook in self.hooks:
+            if (after := getattr(hook, "after_model", None)) is not None:
+                response = await after(purpose, response)
         input_tokens, output_tokens = usage_of(response)
         cost = self.model.cost(input_tokens, output_tokens)
         total = Usage(**(usage or new_usage()))

@@ -49,6 +49,7 @@ from .config import (
 from .delegation import Delegator
 from .delegation_record import delegations_in
 from .graph import build_graph
+from .hooks import ApprovalHook, DelegationRequest, load_hooks
 from .model import ModelHandle, ModelUnavailableError, open_model
 from .nodes.discover import report_agents
 from .registry import Registry
@@ -129,6 +130,10 @@ def _agent_config(spec: AgentSpec, name: str | None, options: Mapping[str, Any])
     return AgentConfig.model_validate({**spec, **({"name": name} if name else {}), **options}), None
 
 
+async def _no_one_to_ask(_request: DelegationRequest) -> bool:
+    return False
+
+
 def _validated(build: Callable[[], T], source: str, prefix: str = "") -> T:
     """Build config models; pydantic's errors become a ``ConfigError`` naming each field."""
     try:
@@ -154,6 +159,7 @@ class Supervisor:
         config: SupervisorConfig | None = None,
         token_counter: TokenCounter = estimate_tokens,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        hooks: Iterable[Any] = (),
         **settings: Any,
     ) -> None:
         unknown = set(settings) - _SETTING_NAMES - {"a2a"}
@@ -192,6 +198,11 @@ class Supervisor:
         self.token_counter = token_counter
         self.registry = Registry(self.config, objects=objects)
         self._checkpointer = checkpointer
+        #: ``supervisor.hooks``: those given here, then those the configuration names by import path.
+        self.hooks: list[Any] = load_hooks([*hooks, *self.config.supervisor.hooks])
+        if not any(isinstance(h, ApprovalHook) for h in self.hooks):
+            # An agent that needs approval is never delegated to unasked: with no one to ask, refuse.
+            self.hooks.append(ApprovalHook(_no_one_to_ask))
         self._memory_saver: InMemorySaver | None = None
         self._entered = False
         self._active: dict[str, RunContext] = {}
@@ -443,6 +454,7 @@ class Supervisor:
                 max_depth=settings.max_depth,
                 emit=emit,
                 interactive=interactive,
+                hooks=self.hooks,
             )
             rt = RunContext(
                 run_id=run_id,
@@ -454,6 +466,7 @@ class Supervisor:
                 depth=depth,
                 interactive=interactive,
                 token_counter=self.token_counter,
+                hooks=self.hooks,
             )
             self._active[run_id] = rt
             try:
