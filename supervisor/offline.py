@@ -59,6 +59,7 @@ from .quoting import cap
 from .registry import Registry, SkillInfo
 from .state import Item, new_item
 from .strategy import Strategy
+from .workspace import FILE_SOURCE
 
 __all__ = [
     "MAX_STEPS",
@@ -339,8 +340,13 @@ def extract_arguments(step: str, skill: SkillInfo) -> dict[str, Any] | None:
 # ---- planning ------------------------------------------------------------------------------
 
 
+def _files_named(step: str, written: dict[str, str]) -> list[str]:
+    """Files of the run (written by earlier steps) that the step names."""
+    return [p for p in _PATH.findall(_replace_urls(step, lambda _url: " ")) if p in written]
+
+
 def _structured_input(
-    step: Step, skill: SkillInfo | None, ids: list[str], continues: bool
+    step: Step, skill: SkillInfo | None, ids: list[str], continues: bool, written: dict[str, str]
 ) -> tuple[dict[str, Any] | None, dict[str, list[str]]]:
     """The arguments, and which of them come from the results of the steps this one depends on
     (a write step after a fetch writes what was fetched: rule 4) or, for a step that refers back
@@ -352,6 +358,9 @@ def _structured_input(
     if not missing:
         return arguments, {}
     if all(_named(name, _BODY_NAMES) for name in missing):
+        named = _files_named(step.text, written)
+        if named:  # "run primes.py" after "write primes.py: ...": the file's content (supervisor.workspace)
+            return arguments, {name: [FILE_SOURCE + p for p in named] for name in missing}
         if step.depends_on:
             return arguments, {name: [ids[d] for d in step.depends_on] for name in missing}
         if continues and step.refers_back:
@@ -375,16 +384,23 @@ def plan_offline(
     ids = [f"{prefix}{index + 1}" for index in range(len(steps))]
     load: Counter[str] = Counter()
     items: list[Item] = []
+    written: dict[str, str] = {}  # file -> the id of the step that writes it
     for index, step in enumerate(steps):
         route = route_step(step.text, registry, load, share=SHARE_SCORE)
         if route.agent:
             load[route.agent] += 1
         entry = registry.get(route.agent)
         skill = entry.skill(route.skill) if entry else None
-        arguments, inputs = _structured_input(step, skill, ids, continues)
+        arguments, inputs = _structured_input(step, skill, ids, continues, written)
         # Dependencies stay, even under a strategy that ignores them, for a step that takes its
         # input from them: it cannot run before they have their results.
         depends = [ids[d] for d in step.depends_on] if strategy.follows_dependencies or inputs else []
+        for source in [s for sources in inputs.values() for s in sources if s.startswith(FILE_SOURCE)]:
+            writer = written[source.removeprefix(FILE_SOURCE)]
+            depends += [] if writer in depends else [writer]
+        path = (arguments or {}).get("path")
+        if isinstance(path, str) and ((arguments or {}).get("content") is not None or "content" in inputs):
+            written[path] = ids[index]
         item = new_item(
             ids[index],
             cap(step.text, 120),

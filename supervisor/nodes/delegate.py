@@ -21,6 +21,7 @@ from ..offline import PREVIOUS_TURN
 from ..runtime import RunContext, budget_exhausted, context_of, totals
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
+from ..workspace import FILE_SOURCE, workspace_file
 from .todo import Update, item_event, items_of, note_result
 
 __all__ = ["after_delegate", "delegate", "ready"]
@@ -146,6 +147,12 @@ def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> di
     filled = dict(item["arguments"])
     for name, sources in inputs.items():
         outputs = [output_of(state, items[s]) for s in sources if s in items and items[s]["status"] == "done"]
+        files = [
+            workspace_file(state, items, s.removeprefix(FILE_SOURCE)) for s in sources if s.startswith(FILE_SOURCE)
+        ]
+        if any(f is not None for f in files):  # a file of the run named by the step: its content, as is
+            filled[name] = "".join(f for f in files if f is not None)
+            continue
         if PREVIOUS_TURN in sources and state.get("history"):
             last = (state.get("history") or [])[-1]
             outputs += [i["output"] for i in last["items"] if i["status"] == "done" and i.get("output")]

@@ -165,3 +165,16 @@ async def test_a_search_without_its_key_fails_with_the_agents_reason(agents: Age
     assert (search.agent, search.skill, search.status) == ("Web", "search", "failed")
     assert "TAVILY_API_KEY" in (search.error or "")
     assert result.status == "failed"
+
+
+async def test_write_a_program_then_run_it_across_the_files_and_code_agents(agents: Agents) -> None:
+    script = "print('primes:', [n for n in range(2, 20) if all(n % d for d in range(2, n))])"
+    objective = f"Write primes.py to the workspace: {script}\nRun primes.py with Python"
+    result = await asyncio.wait_for(agents.supervisor().run(objective), WAIT)
+    assert result.status == "completed", result.final
+    write, run = result.items
+    assert (write.agent, run.agent) == ("Files", "Code")
+    assert run.depends_on == ["1"]  # it names the file the first step writes
+    assert sent(result, "2") == {"code": script}  # the run's shared file, sent to the code agent
+    assert (agents.workspace / "primes.py").read_text() == script
+    assert "primes: [2, 3, 5, 7, 11, 13, 17, 19]" in (run.result or "")
