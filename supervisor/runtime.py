@@ -20,14 +20,13 @@ from langgraph.runtime import Runtime
 from . import events as ev
 from .config import SupervisorConfig
 from .delegation import Delegator
-from .delegation_record import delegations_in
 from .model import ModelHandle, model_failure, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
 from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
-__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "totals"]
+__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "steps_used", "totals"]
 
 T = TypeVar("T")
 
@@ -150,20 +149,28 @@ def context_of(runtime: Runtime[Any]) -> RunContext:
 def totals(state: SupervisorState) -> dict[str, float]:
     """Tokens, cost and steps used so far: the model's plus what the agents reported."""
     usage = state.get("usage") or new_usage()
-    records = delegations_in(state)
-    agent_in = sum(r.input_tokens for r in records)
-    agent_out = sum(r.output_tokens for r in records)
+    # The raw records, not Delegation objects: this runs at every step, over every delegation.
+    records = list((state.get("delegations") or {}).values())
+    agent_in = sum(r.get("input_tokens") or 0 for r in records)
+    agent_out = sum(r.get("output_tokens") or 0 for r in records)
     return {
         "tokens": usage["model_input_tokens"] + usage["model_output_tokens"] + agent_in + agent_out,
-        "cost_usd": usage["model_cost_usd"] + sum(r.cost_usd for r in records),
+        "cost_usd": usage["model_cost_usd"] + sum(r.get("cost_usd") or 0.0 for r in records),
         "steps": usage["model_calls"] + len(records),
     }
+
+
+def steps_used(state: SupervisorState) -> int:
+    """Model calls plus delegations so far (what ``max_steps`` counts), without reading any record."""
+    return (state.get("usage") or new_usage())["model_calls"] + len(state.get("delegations") or {})
 
 
 def budget_exhausted(state: SupervisorState, rt: RunContext, *, extra_steps: int = 0) -> str | None:
     """``budget:<name>`` for the first budget that has run out (and a ``budget_exhausted`` event)."""
     settings = rt.config.supervisor
-    used = totals(state)
+    # Summing every delegation's usage at every step costs O(items): only when a budget needs it.
+    needs_sums = settings.budget.tokens is not None or settings.budget.cost_usd is not None
+    used = totals(state) if needs_sums else {"tokens": 0.0, "cost_usd": 0.0, "steps": steps_used(state)}
     checks: list[tuple[str, float, float | None]] = [
         ("tokens", used["tokens"], settings.budget.tokens),
         ("cost_usd", used["cost_usd"], settings.budget.cost_usd),

@@ -47,7 +47,7 @@ from .config import (
     validation_issues,
 )
 from .delegation import Delegator
-from .delegation_record import delegations_in
+from .delegation_record import ACTIVE_DELEGATION_STATES
 from .graph import build_graph
 from .hooks import ApprovalHook, DelegationRequest, load_hooks
 from .model import ModelHandle, ModelUnavailableError, open_model
@@ -508,7 +508,12 @@ class Supervisor:
     @staticmethod
     def _report_checkpoint(rt: RunContext, state: dict[str, Any], before: dict[str, str] | None) -> dict[str, str]:
         """With ``durability="sync"`` the state yielded is saved: say which remote tasks it holds."""
-        tasks = {r.id: r.task_id for r in delegations_in(state) if r.task_id and r.active}
+        # Raw records (this runs at every step): the active ones with a remote task.
+        tasks = {
+            str(r["id"]): str(r["task_id"])
+            for r in (state.get("delegations") or {}).values()
+            if r.get("task_id") and r.get("state") in ACTIVE_DELEGATION_STATES
+        }
         if tasks != before:
             rt.emit(ev.CheckpointSaved(run_id=rt.run_id, tasks=tasks))
         return tasks

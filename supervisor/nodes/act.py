@@ -37,7 +37,7 @@ async def act(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
     return update
 
 
-def after_act(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_act(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     if state.get("stop") or state.get("final") is not None:
         return "synthesize"
     if ready(context_of(runtime), items_of(state)):

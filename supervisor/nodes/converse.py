@@ -46,7 +46,7 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-def after_converse(state: SupervisorState) -> str:
+async def after_converse(state: SupervisorState) -> str:
     if state.get("stop") or state.get("final") is not None:
         return "synthesize"
     return "act"

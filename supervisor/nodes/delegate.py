@@ -18,7 +18,7 @@ from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
 from ..delegation_record import Delegation, DelegationData, delegations_in
 from ..offline import PREVIOUS_TURN
-from ..runtime import RunContext, budget_exhausted, context_of, totals
+from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
 from ..workspace import FILE_SOURCE, workspace_file
@@ -40,7 +40,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
         # After a restart: items that were running have no delegation in this process yet.
         for item in [i for i in items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
             items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
-        steps_left = rt.settings.max_steps - int(totals(state)["steps"])
+        steps_left = rt.settings.max_steps - steps_used(state)
         for item in ready(rt, items)[: min(_capacity(rt), max(0, steps_left))]:
             items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
         if rt.delegator.in_flight or not rt.delegator.updates.empty():
@@ -63,7 +63,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     rt = context_of(runtime)
     if state.get("stop"):
         return "synthesize"

@@ -52,7 +52,7 @@ async def discover(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-def after_discover(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_discover(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     if state.get("stop"):
         return "synthesize"
     return "converse" if context_of(runtime).mode == "conversational" else "plan"

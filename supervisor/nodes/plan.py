@@ -82,7 +82,7 @@ async def _model_plan(
     return changed, usage, replies
 
 
-def after_plan(state: SupervisorState) -> str:
+async def after_plan(state: SupervisorState) -> str:
     return "synthesize" if state.get("stop") or not state.get("items") else "delegate"
 
 
