@@ -110,6 +110,8 @@ class Job:
     resume: Delegation | None = None
     #: The A2A contextId each agent has in this thread (a conversation): sent with the message.
     contexts: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: A person approved it already (a LangGraph interrupt): approval hooks are not asked again.
+    approved: bool = False
 
 
 @dataclass
@@ -368,7 +370,7 @@ class Delegator:
             skill=job.skill,
             text=job.text,
             arguments=job.arguments,
-            needs_approval=bool(entry and entry.config.approval),
+            needs_approval=bool(entry and entry.config.approval) and not job.approved,
         )
 
     async def _before(self, request: DelegationRequest) -> DelegationRequest:

@@ -134,6 +134,7 @@ def hosted_context(settings: GraphSettings, run_key: str) -> RunContext:
         model=_model(config),
         emit=_log,
         hooks=sup.hooks,
+        approve_by_interrupt=True,
     )
     _runs[run_key] = rt
     return rt

@@ -53,6 +53,9 @@ class RunContext:
     exhausted: set[str] = field(default_factory=set)
     #: ``supervisor.hooks`` objects (the model-call hooks are run here; the delegator runs the others).
     hooks: list[Any] = field(default_factory=list)
+    #: Ask for approvals with a LangGraph ``interrupt`` (a run a host drives: it resumes the thread
+    #: with the answer), rather than through an ``ApprovalHook``.
+    approve_by_interrupt: bool = False
 
     @property
     def settings(self) -> Any:

@@ -63,6 +63,8 @@ class Item(TypedDict):
     #: Arguments filled from the results of other items when it starts: argument name -> item ids
     #: (the offline planner's "save the result to out.txt" after a step that computed it).
     inputs: NotRequired[dict[str, list[str]]]
+    #: The answer to the approval asked by a LangGraph interrupt (agents with ``approval: true``).
+    approved: NotRequired[bool]
 
 
 class Usage(TypedDict):

@@ -9,10 +9,12 @@ restart, items that were running are picked up again by their remote task, never
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
@@ -36,6 +38,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     contexts: dict[str, str] = {}
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
     if stop is None:
+        _approvals(rt, items, changed)
         _skip_blocked(rt, items, changed)
         # After a restart: items that were running have no delegation in this process yet.
         for item in [i for i in items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
@@ -89,6 +92,28 @@ def ready(rt: RunContext, items: dict[str, Item]) -> list[Item]:
     return [i for i in pending if all(items[d]["status"] == "done" for d in i["depends_on"] if d in items)]
 
 
+def _approvals(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
+    """For a host's run: ask, with a LangGraph ``interrupt``, before an item goes to an agent with
+    ``approval: true``. Done first in the node, before anything starts, because the node runs
+    again from its beginning when the host resumes it with the answer (``Command(resume=...)``)."""
+    if not rt.approve_by_interrupt:
+        return
+    for item in ready(rt, items):
+        entry = rt.registry.get(item["agent"])
+        if entry is None or not entry.config.approval or item.get("approved") is not None:
+            continue
+        answer = interrupt(
+            {"approve": {"item_id": item["id"], "agent": entry.name, "instruction": item["instruction"]}}
+        )
+        if answer is True or str(answer).strip().lower() in ("y", "yes", "true", "approve", "approved"):
+            item = {**item, "approved": True}
+        else:
+            item = {**item, "approved": False, "status": "failed"}
+            item["error"] = f"vetoed: delegating to {entry.name} was not approved"
+            item_event(rt, item)
+        items[item["id"]] = changed[item["id"]] = item
+
+
 def _capacity(rt: RunContext) -> int:
     return max(0, rt.strategy.capacity(rt.settings.max_concurrency) - rt.delegator.in_flight)
 
@@ -132,7 +157,8 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     resume = record if record is not None and record.active else None
     arguments = record.arguments if record else _arguments(state, item, items)
     contexts = dict(state.get("contexts") or {})
-    rt.delegator.start(Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts))
+    job = Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts)
+    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved"))))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)

@@ -137,6 +137,21 @@ async def test_langgraph_dev_serves_the_graph_and_runs_it_through_its_api(tmp_pa
             },
         )
         requests = len(fake.requests)
+        # An agent that needs approval: the run stops at an interrupt; the thread resumes with the answer.
+        thread = (await client.post("/threads", json={})).json()["thread_id"]
+        approval = {"configurable": {"agents": [{**WORKER, "approval": True}], "supervisor": {"offline": True}}}
+        paused = await client.post(
+            f"/threads/{thread}/runs/wait",
+            json={"assistant_id": "supervisor", "input": {"objective": "work on plums"}, "config": approval},
+        )
+        resumed = await client.post(
+            f"/threads/{thread}/runs/wait",
+            json={"assistant_id": "supervisor", "command": {"resume": True}, "config": approval},
+        )
+    asked = paused.json()["__interrupt__"][0]["value"]
+    assert asked == {"approve": {"item_id": "1", "agent": "W", "instruction": "work on plums"}}
+    done = resumed.json()
+    assert done["status"] == "completed" and '"text": "work on plums"' in done["final"], done
     state = offline.json()
     assert state["status"] == "completed", state
     assert state["items"]["1"]["agent"] == "W" and '"text": "work on apples"' in state["final"]
@@ -144,3 +159,24 @@ async def test_langgraph_dev_serves_the_graph_and_runs_it_through_its_api(tmp_pa
     assert state["status"] == "completed", state
     assert state["final"] == "apples are done"
     assert requests == 3  # plan, reflect, synthesize: the server's run used the model
+
+
+@pytest.mark.parametrize(("answer", "status"), [(True, "completed"), ("no", "failed")])
+async def test_a_hosted_run_asks_for_approval_with_an_interrupt(answer: Any, status: str) -> None:
+    from langgraph.types import Command
+
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    agent = {**WORKER, "approval": True}
+    config = {"configurable": {"thread_id": f"approve-{status}", "agents": [agent], "supervisor": {"offline": True}}}
+    paused = await app.ainvoke({"objective": "work on apples"}, config)
+    (asked,) = paused["__interrupt__"]
+    assert asked.value == {"approve": {"item_id": "1", "agent": "W", "instruction": "work on apples"}}
+    assert paused["items"]["1"]["status"] == "pending"  # nothing was sent before the answer
+    state = await app.ainvoke(Command(resume=answer), config)
+    assert state["status"] == status
+    if status == "failed":
+        assert state["items"]["1"]["error"] == "vetoed: delegating to W was not approved"
+    else:
+        assert '"text": "work on apples"' in state["final"]
