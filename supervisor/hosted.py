@@ -104,12 +104,20 @@ def _log(event: Event) -> None:
 #: Supervisors (their agents) by settings, and the contexts of the runs in progress.
 _supervisors: dict[str, Any] = {}
 _runs: dict[str, RunContext] = {}
+#: The run in progress on each thread: a new run there (a resumed interrupt, the next turn)
+#: replaces a context its predecessor never released (it stopped at an interrupt, or failed).
+_threads: dict[str, str] = {}
 
 
-def hosted_context(settings: GraphSettings, run_key: str) -> RunContext:
+def hosted_context(settings: GraphSettings, run_key: str, thread: str | None = None) -> RunContext:
     """The context of the run ``run_key`` (made on its first node, kept until ``release``)."""
     if run_key in _runs:
         return _runs[run_key]
+    if thread is not None:
+        stale = _runs.pop(_threads.get(thread, ""), None)
+        for task in list(stale.delegator.tasks.values()) if stale is not None else []:
+            task.cancel()  # a delegation of a run that will never go on (each sends its CancelTask)
+        _threads[thread] = run_key
     from .supervisor import Supervisor
 
     fingerprint = json.dumps(settings, sort_keys=True, default=str)
@@ -144,4 +152,6 @@ async def release(rt: RunContext) -> None:
     """The run has ended: forget its context (its agents stay up for the next run)."""
     if _runs.get(rt.run_id) is rt:
         del _runs[rt.run_id]
+        for thread in [t for t, key in _threads.items() if key == rt.run_id]:
+            del _threads[thread]
         await rt.delegator.close()

@@ -145,8 +145,9 @@ def context_of(runtime: Runtime[Any]) -> RunContext:
     config = get_config()
     configurable = dict(config.get("configurable") or {})
     # One context per run: a host's run id when it gives one, else the thread.
-    key = str(configurable.get("run_id") or config.get("run_id") or configurable.get("thread_id") or "default")
-    return hosted_context(settings_from(runtime.context, configurable), key)
+    thread = str(configurable.get("thread_id") or "default")
+    key = str(configurable.get("run_id") or config.get("run_id") or thread)
+    return hosted_context(settings_from(runtime.context, configurable), key, thread)
 
 
 def totals(state: SupervisorState) -> dict[str, float]:

@@ -180,3 +180,20 @@ async def test_a_hosted_run_asks_for_approval_with_an_interrupt(answer: Any, sta
         assert state["items"]["1"]["error"] == "vetoed: delegating to W was not approved"
     else:
         assert '"text": "work on apples"' in state["final"]
+
+
+async def test_a_hosted_run_left_at_an_interrupt_does_not_stay_in_memory() -> None:
+    from langgraph.types import Command
+
+    from supervisor import hosted
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    settings = {"agents": [{**WORKER, "approval": True}], "supervisor": {"offline": True}}
+    first = {"configurable": {"thread_id": "left", "run_id": "run-1", **settings}}
+    await app.ainvoke({"objective": "work on apples"}, first)
+    assert "run-1" in hosted._runs  # stopped at the interrupt: not released
+    second = {"configurable": {"thread_id": "left", "run_id": "run-2", **settings}}
+    state = await app.ainvoke(Command(resume=True), second)
+    assert state["status"] == "completed"
+    assert "run-1" not in hosted._runs and "run-2" not in hosted._runs
