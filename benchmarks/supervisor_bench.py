@@ -13,6 +13,8 @@ planning, the LangGraph steps, checkpoints, events, the delegation machinery.
    SQLite checkpointer, and for an in-process agent (no network at all).
 2. **Fan-out.** 100 independent items against 10 echo agents (``strategy: parallel``), at
    ``max_concurrency`` 10 and 100: wall time, items per second, and how the items were spread.
+3. **Scaling.** The overhead per item for runs of 1 to 1,000 items (``--sizes``), in-process, with
+   the in-memory and the SQLite checkpointer.
 """
 
 from __future__ import annotations
@@ -40,6 +42,17 @@ from supervisor import Supervisor  # noqa: E402
 from tests.conftest import load_example  # noqa: E402
 
 ECHO = "examples/echo_agent.py:agent"
+#: The echo agent's skill as the supervisor is told it: the offline planner routes a step by its
+#: verb and gives a step no skill matches to no one, so the benchmark's steps ("work on an item",
+#: "stream:2") must name a word of the skill.
+ECHO_SKILLS = [
+    {"id": "echo", "name": "Echo", "description": "Replies with the text", "tags": ["echo", "work", "stream"]}
+]
+
+
+def echo_config(url: str | None = None, name: str = "echo") -> dict[str, Any]:
+    where = {"url": url} if url else {"module": ECHO}
+    return {"name": name, **where, "skills": ECHO_SKILLS}
 
 
 @contextlib.asynccontextmanager
@@ -119,7 +132,7 @@ async def overhead(n: int, tmp: Path) -> None:
                 ("memory", {"backend": "memory"}),
                 ("sqlite", {"backend": "sqlite", "path": str(tmp / f"b{len(text)}.sqlite")}),
             ):
-                per = await supervised([url], n, text, strategy="sequential", checkpoint=checkpoint)
+                per = await supervised([echo_config(url)], n, text, strategy="sequential", checkpoint=checkpoint)
                 print(
                     f"   [{shape}] supervisor over HTTP, {label:6} checkpoints {per * 1e3:6.2f} ms per item "
                     f"(overhead {(per - floor) * 1e3:5.2f} ms)"
@@ -134,13 +147,36 @@ async def overhead(n: int, tmp: Path) -> None:
                     pass
             floor = (time.perf_counter() - began) / n
         print(f"   [{shape}] bare in-process client                 {floor * 1e3:6.2f} ms per message")
-        per = await supervised(
-            [load_example("echo_agent.py")], n, text, strategy="sequential", checkpoint={"backend": "memory"}
-        )
+        per = await supervised([echo_config()], n, text, strategy="sequential", checkpoint={"backend": "memory"})
         print(
             f"   [{shape}] supervisor in-process, memory checkpoints {per * 1e3:6.2f} ms per item "
             f"(overhead {(per - floor) * 1e3:5.2f} ms)"
         )
+
+
+async def scaling(sizes: list[int], tmp: Path) -> None:
+    """Overhead per item as the run grows (in-process echo agent: no network in the figure)."""
+    print(f"\n3. Overhead per item by run size (in-process echo agent, one after another): {sizes}")
+    text = "work on an item"
+    async with local_client(load_example("echo_agent.py")) as client:
+        async for _ in client.stream(text):
+            pass
+        began = time.perf_counter()
+        for _ in range(200):
+            async for _ in client.stream(text):
+                pass
+        floor = (time.perf_counter() - began) / 200
+    print(f"   bare in-process client {floor * 1e3:6.2f} ms per message")
+    for n in sizes:
+        for label, checkpoint in (
+            ("memory", {"backend": "memory"}),
+            ("sqlite", {"backend": "sqlite", "path": str(tmp / f"scale{n}.sqlite")}),
+        ):
+            per = await supervised([echo_config()], n, text, strategy="sequential", checkpoint=checkpoint)
+            overhead_ms = (per - floor) * 1e3
+            print(
+                f"   {n:5} items, {label:6} checkpoints: {per * 1e3:7.2f} ms per item (overhead {overhead_ms:6.2f} ms)"
+            )
 
 
 async def fanout(items: int, agents: int, tmp: Path) -> None:
@@ -152,8 +188,13 @@ async def fanout(items: int, agents: int, tmp: Path) -> None:
                 ("sqlite", {"backend": "sqlite", "path": str(tmp / f"fan{concurrency}.sqlite")}),
             ):
                 objective = "\n".join(f"work on item {i}" for i in range(items))
+                agents = [echo_config(u, f"echo{i}") for i, u in enumerate(urls)]
                 async with Supervisor(
-                    urls, strategy="parallel", max_concurrency=concurrency, max_steps=10 * items, checkpoint=checkpoint
+                    agents,
+                    strategy="parallel",
+                    max_concurrency=concurrency,
+                    max_steps=10 * items,
+                    checkpoint=checkpoint,
                 ) as sup:
                     await sup.run("warm up")
                     began = time.perf_counter()
@@ -172,11 +213,17 @@ async def main() -> None:
     parser.add_argument("--items", type=int, default=200, help="items for the overhead measurement")
     parser.add_argument("--fanout", type=int, default=100, help="items for the fan-out")
     parser.add_argument("--agents", type=int, default=10, help="agents for the fan-out")
+    parser.add_argument("--sizes", default="1,10,100,300,1000", help="run sizes for the scaling figures")
+    parser.add_argument("--only", choices=["overhead", "scaling", "fanout"], help="run one part only")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
-        await overhead(args.items, Path(tmp))
-        await fanout(args.fanout, args.agents, Path(tmp))
+        if args.only in (None, "overhead"):
+            await overhead(args.items, Path(tmp))
+        if args.only in (None, "scaling"):
+            await scaling([int(n) for n in args.sizes.split(",")], Path(tmp))
+        if args.only in (None, "fanout"):
+            await fanout(args.fanout, args.agents, Path(tmp))
 
 
 if __name__ == "__main__":

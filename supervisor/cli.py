@@ -55,11 +55,14 @@ def _add_arguments(parser: argparse.ArgumentParser) -> None:
         action="append",
         default=[],
         metavar="URL",
-        help="an agent to use, by URL (http(s):// or ws(s)://); repeat for several",
+        help="an agent to use, by URL (http(s):// or ws(s)://) or stdio:COMMAND; named after its card; repeat",
     )
     parser.add_argument("--json", action="store_true", help="print one JSON event per line instead of the live view")
     parser.add_argument("--resume", metavar="RUN_ID", help="continue a run whose supervisor died (same config)")
     parser.add_argument("--run-id", help="the id of a new run (default: a random one)")
+    parser.add_argument(
+        "--thread", metavar="ID", help="continue (or start) the conversation ID: earlier turns are seen"
+    )
     parser.add_argument("--mode", choices=["plan_upfront", "conversational"], help="override supervisor.mode")
     parser.add_argument(
         "--strategy",
@@ -162,12 +165,14 @@ async def _ask(console: Console, live: Live | None, event: ev.InputRequested) ->
     return answer.strip() or None
 
 
-async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace, interactive: bool) -> str:
+async def _consume(
+    supervisor: Supervisor, events: Any, args: argparse.Namespace, interactive: bool, approval: Any = None
+) -> str:
     from rich.console import Console
     from rich.live import Live
 
     from . import events as ev
-    from .ui import LiveView, json_line
+    from .ui import LiveView, json_line, redrawing
 
     out = sys.stdout
     status = "failed"
@@ -181,11 +186,14 @@ async def _consume(supervisor: Supervisor, events: Any, args: argparse.Namespace
     console = Console(file=out)
     view = LiveView()
     with Live(view.render(), console=console, refresh_per_second=8, transient=False) as live:
-        async for event in events:
-            view.handle(event)
-            if isinstance(event, ev.InputRequested) and interactive:
-                supervisor.answer(event.delegation_id, await _ask(console, live, event))
-            live.update(view.render())
+        if approval is not None:
+            approval.attach(console, live)
+        async with redrawing(view, live.update):
+            async for event in events:
+                view.handle(event)
+                if isinstance(event, ev.InputRequested) and interactive:
+                    supervisor.answer(event.delegation_id, await _ask(console, live, event))
+                live.update(view.render())
     if not console.is_terminal:
         console.line()  # Live leaves its last frame without a line break when not on a terminal
     console.print(view.summary())
@@ -292,9 +300,13 @@ async def run(args: argparse.Namespace) -> int:
     if missing is not None:
         print(f"a2a supervise: {missing}", file=err)
         return USAGE_ERROR
+    from .hooks import ApprovalHook
+    from .ui import TerminalApproval
+
+    approval = TerminalApproval(interactive=False)  # agents with `approval: true` are asked about
     try:
         config = _config(args)
-        supervisor = Supervisor(args.agent, config=config)
+        supervisor = Supervisor(args.agent, config=config, hooks=[ApprovalHook(approval)])
     except (ConfigError, ValueError) as exc:
         print(f"a2a supervise: {exc}", file=err)
         return USAGE_ERROR
@@ -307,6 +319,7 @@ async def run(args: argparse.Namespace) -> int:
         interactive = config.supervisor.interactive
     if interactive is None:
         interactive = sys.stdin.isatty() and not args.json
+    approval.interactive = interactive
     interrupts = _Interrupts(supervisor)
     installed = interrupts.install()
     one_line = _OneLineErrors()
@@ -315,11 +328,11 @@ async def run(args: argparse.Namespace) -> int:
     try:
         async with supervisor:
             events = (
-                supervisor.stream_resume(args.resume, interactive=interactive)
+                supervisor.stream_resume(args.resume, interactive=interactive, thread=args.thread)
                 if args.resume
-                else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive)
+                else supervisor.stream(args.objective, run_id=args.run_id, interactive=interactive, thread=args.thread)
             )
-            status = await _consume(supervisor, events, args, interactive)
+            status = await _consume(supervisor, events, args, interactive, approval)
     except (RunNotFoundError, RunExistsError, ConfigError) as exc:
         print(f"a2a supervise: {exc}", file=err)
         return USAGE_ERROR

@@ -177,6 +177,12 @@ class AgentConfig(_Model):
     env: dict[str, str] = Field(default_factory=dict)
     #: Working directory for a ``command`` agent.
     cwd: str | None = None
+    #: The name is a stand-in (the agent was given by address only, e.g. ``--agent URL``): once
+    #: its card is known the agent is renamed after the card's name (made unique).
+    name_from_card: bool = False
+    #: Ask before each delegation to this agent (``supervisor.hooks.ApprovalHook``; the CLI asks on
+    #: the terminal, and refuses when it cannot ask).
+    approval: bool = False
 
     @field_validator("url", "module", "cwd", mode="before")
     @classmethod
@@ -319,6 +325,16 @@ class SupervisorSettings(_Model):
     catalog_size: int = Field(8, ge=1)
     #: Longest peer text (a result, a card description) quoted into a prompt, in characters.
     peer_text_chars: int = Field(4000, ge=100)
+    #: Characters of one agent card in the model's prompt: a structural summary (name,
+    #: description, skills with ids, descriptions and examples) shrunk to fit, never cut mid-JSON.
+    card_chars: int = Field(2000, ge=200)
+    #: Tokens of the earlier turns of a conversation shown to the model (a digest past that).
+    history_tokens: int = Field(2000, ge=100)
+    #: Tokens of the model's own messages in one conversational run shown to it (older tool results
+    #: are shortened to a note past that; the state keeps them whole).
+    messages_tokens: int = Field(8000, ge=200)
+    #: Hooks around delegations and model calls, as import paths (``supervisor.hooks``).
+    hooks: list[str] = Field(default_factory=list)
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).
     interactive: bool | None = None
     checkpoint: CheckpointConfig = Field(default_factory=CheckpointConfig)

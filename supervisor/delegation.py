@@ -41,7 +41,7 @@ import functools
 import logging
 import time
 import uuid
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +65,7 @@ from a2a.types import (
 
 from . import events as ev
 from .delegation_record import Delegation
+from .hooks import DelegationRequest, DelegationResult, Vetoed
 from .registry import AgentEntry, Registry
 
 __all__ = ["Delegator", "ItemDone", "Job", "Outcome", "RecordUpdate", "message_id_for", "outcome_of"]
@@ -107,6 +108,10 @@ class Job:
     dispatch: int
     #: A delegation of this item that a resumed run finds unfinished: follow it, do not resend.
     resume: Delegation | None = None
+    #: The A2A contextId each agent has in this thread (a conversation): sent with the message.
+    contexts: dict[str, str] = dataclasses.field(default_factory=dict)
+    #: A person approved it already (a LangGraph interrupt): approval hooks are not asked again.
+    approved: bool = False
 
 
 @dataclass
@@ -229,7 +234,10 @@ class Delegator:
         max_depth: int,
         emit: Callable[[ev.Event], None],
         interactive: bool,
+        hooks: Sequence[Any] = (),
     ) -> None:
+        #: ``supervisor.hooks``: around each delegation (before: change or veto; after: replace).
+        self.hooks = list(hooks)
         self.run_id = run_id
         self.registry = registry
         self.depth = depth
@@ -293,10 +301,24 @@ class Delegator:
         """Cancel every delegation in flight (each sends CancelTask); returns their last updates."""
         self.canceling = True
         tasks = list(self.tasks.values())
+        # A delegation whose remote task has already ended is not cancelled: it is only reading
+        # the final task (its usage, its artifacts) and its result stands. Which delegations a
+        # budget cuts off then depends on what the agents had finished, not on where each
+        # coroutine happened to be waiting.
+        ended = {
+            task
+            for item_id, task in self.tasks.items()
+            if (record := self._current.get(item_id)) is not None and record.state in _FINAL
+        }
         for task in tasks:
-            task.cancel()
+            if task not in ended:
+                task.cancel()
         if tasks:
             await asyncio.wait(tasks, timeout=CANCEL_GRACE * 2)
+        for task in ended:
+            task.cancel()  # past the grace period even a finished one is given up
+        if ended:
+            await asyncio.wait(ended, timeout=CANCEL_GRACE)
         found = []
         while not self.updates.empty():
             found.append(self.updates.get_nowait())
@@ -319,7 +341,15 @@ class Delegator:
     async def _run_item(self, job: Job) -> None:
         outcome = Outcome("canceled", job.agent, error="canceled")
         try:
-            outcome = await self._try_agents(job)
+            request = self._request(job)
+            if job.resume is None:  # a delegation picked up after a restart was already let through
+                try:
+                    request = await self._before(request)
+                except Vetoed as exc:
+                    outcome = Outcome("failed", job.agent, error=f"vetoed: {exc}", state="refused")
+                    return
+                job = dataclasses.replace(job, agent=request.agent, text=request.text, arguments=request.arguments)
+            outcome = await self._after(request, await self._try_agents(job))
         except asyncio.CancelledError:
             current = self._current.get(job.item_id)
             if current is not None:
@@ -329,6 +359,42 @@ class Delegator:
             self.tasks.pop(job.item_id, None)
             self._current.pop(job.item_id, None)
             self.updates.put_nowait(ItemDone(job.item_id, outcome))
+
+    def _request(self, job: Job) -> DelegationRequest:
+        entry = self.registry.get(job.agent)
+        return DelegationRequest(
+            run_id=self.run_id,
+            item_id=job.item_id,
+            description=job.description,
+            agent=job.agent,
+            skill=job.skill,
+            text=job.text,
+            arguments=job.arguments,
+            needs_approval=bool(entry and entry.config.approval) and not job.approved,
+        )
+
+    async def _before(self, request: DelegationRequest) -> DelegationRequest:
+        for hook in self.hooks:
+            method = getattr(hook, "before_delegation", None)
+            if method is not None:
+                request = await method(request)
+        return request
+
+    async def _after(self, request: DelegationRequest, outcome: Outcome) -> Outcome:
+        hooks = [m for h in self.hooks if (m := getattr(h, "after_delegation", None)) is not None]
+        if not hooks:
+            return outcome
+        result = DelegationResult(outcome.status, outcome.agent, outcome.result, outcome.data, outcome.error)
+        for method in hooks:
+            result = await method(request, result)
+        return dataclasses.replace(
+            outcome,
+            status=result.status,
+            agent=result.agent,
+            result=result.result,
+            data=result.data,
+            error=result.error,
+        )
 
     async def _try_agents(self, job: Job) -> Outcome:
         tried: list[str] = []
@@ -400,6 +466,7 @@ class Delegator:
             text=job.text,
             arguments=job.arguments,
             failover_from=failover_from,
+            context_id=job.contexts.get(entry.name),
         )
 
     def _message(self, record: Delegation) -> Message:
@@ -411,7 +478,13 @@ class Delegator:
                 parts.append(
                     Part(data={"tool": record.skill, "arguments": record.arguments}, media_type="application/json")
                 )
-        return Message(message_id=record.message_id, role=Role.USER, parts=parts, metadata=metadata)
+        return Message(
+            message_id=record.message_id,
+            role=Role.USER,
+            parts=parts,
+            metadata=metadata,
+            context_id=record.context_id,  # the agent's conversation in this thread, if it has one
+        )
 
     # ---- one delegation ------------------------------------------------------------------
 

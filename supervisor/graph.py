@@ -16,6 +16,7 @@ from typing import Any, Required, TypedDict
 
 from langgraph.graph import END, START, StateGraph
 
+from .hosted import GraphSettings
 from .nodes.act import act, after_act
 from .nodes.converse import after_converse, converse
 from .nodes.delegate import after_delegate, delegate
@@ -23,12 +24,9 @@ from .nodes.discover import after_discover, discover
 from .nodes.plan import after_plan, plan
 from .nodes.reflect import after_reflect, reflect
 from .nodes.synthesize import synthesize
-from .runtime import RunContext, set_fallback_context
 from .state import SupervisorState
 
-# set_fallback_context is part of this module's interface: hosts that compile the graph
-# themselves (LangGraph Studio) need both.
-__all__ = ["SupervisorInput", "build_graph", "set_fallback_context"]
+__all__ = ["SupervisorInput", "build_graph", "graph"]
 
 
 class SupervisorInput(TypedDict, total=False):
@@ -43,7 +41,11 @@ class SupervisorInput(TypedDict, total=False):
 
 def build_graph() -> StateGraph[Any, Any, Any, Any]:
     graph: StateGraph[Any, Any, Any, Any] = StateGraph(
-        SupervisorState, context_schema=RunContext, input_schema=SupervisorInput
+        # The context a host may give is serialisable settings (``supervisor.hosted``); the
+        # ``Supervisor`` class passes its live ``RunContext`` instead, which LangGraph hands through.
+        SupervisorState,
+        context_schema=GraphSettings,
+        input_schema=SupervisorInput,
     )
     graph.add_node("discover", discover)
     graph.add_node("plan", plan)
@@ -61,3 +63,12 @@ def build_graph() -> StateGraph[Any, Any, Any, Any]:
     graph.add_conditional_edges("reflect", after_reflect, ["delegate", "plan", "converse", "synthesize"])
     graph.add_edge("synthesize", END)
     return graph
+
+
+def graph() -> Any:
+    """The compiled graph, for hosts and parent graphs: ``builder.add_node("supervise", graph())``.
+
+    It takes ``{"objective": ...}`` and runs with the agents of its settings (``supervisor.hosted``);
+    the parent's checkpointer, if any, checkpoints it too.
+    """
+    return build_graph().compile()

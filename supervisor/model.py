@@ -7,6 +7,7 @@ is data (``supervisor.quoting``); cards and results are quoted, never pasted as 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 from collections.abc import AsyncIterator, Mapping, Sequence
 from typing import Any, Literal
@@ -16,8 +17,9 @@ from langchain_core.messages import AIMessage
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import BaseModel, Field, SecretStr
 
+from .card_summary import entry_summary
 from .config import ConfigError, ConfigIssue, ModelConfig, SupervisorSettings
-from .quoting import DATA_RULE, quote, quote_json
+from .quoting import DATA_RULE, quote
 from .registry import AgentEntry
 from .state import Item
 from .strategy import Strategy
@@ -31,7 +33,9 @@ __all__ = [
     "TOOLS",
     "TodoEntry",
     "UpdateTodo",
+    "ModelUnavailableError",
     "catalog_text",
+    "model_failure",
     "items_text",
     "open_model",
     "tool_specs",
@@ -131,15 +135,52 @@ class ModelHandle:
     """A chat model plus what its tokens cost (``None`` prices: cost not counted)."""
 
     def __init__(
-        self, model: BaseChatModel, name: str, input_price: float | None = None, output_price: float | None = None
+        self,
+        model: BaseChatModel,
+        name: str,
+        input_price: float | None = None,
+        output_price: float | None = None,
+        endpoint: str | None = None,
     ) -> None:
         self.model = model
         self.name = name
+        #: Where the model is served (named in errors); ``None``: unknown (a model object given).
+        self.endpoint = endpoint
         self.input_price = input_price
         self.output_price = output_price
 
     def cost(self, input_tokens: int, output_tokens: int) -> float:
         return (input_tokens * (self.input_price or 0.0) + output_tokens * (self.output_price or 0.0)) / 1e6
+
+
+class ModelUnavailableError(Exception):
+    """The model endpoint could not be reached or refused the call (after the client's retries).
+
+    A run that needs its model cannot go on; it fails with this one line (naming the endpoint)
+    rather than a traceback. Falling back to the offline planner instead would hide a broken
+    configuration behind a different, weaker plan.
+    """
+
+
+def model_failure(handle: ModelHandle, exc: Exception) -> ModelUnavailableError | None:
+    """The one-line error for a failed call to ``handle``, if ``exc`` is the endpoint failing."""
+    import openai
+
+    if not isinstance(exc, openai.APIError):
+        return None
+    where = handle.endpoint or handle.name
+    if isinstance(exc, openai.APIConnectionError):
+        reason = "timed out" if isinstance(exc, openai.APITimeoutError) else "cannot be reached"
+        cause = exc.__cause__
+        while cause is not None and cause.__cause__ is not None:  # the transport's own error says most
+            cause = cause.__cause__
+        detail = f" ({type(cause).__name__}: {cause})" if cause is not None and str(cause) else ""
+        return ModelUnavailableError(f"the model endpoint {where} {reason}{detail}")
+    status = getattr(exc, "status_code", None)
+    message = getattr(exc, "message", None) or str(exc)
+    return ModelUnavailableError(
+        f"the model endpoint {where} refused the call" + (f" (HTTP {status})" if status else "") + f": {message}"
+    )
 
 
 def _api_key(config: ModelConfig) -> str:
@@ -194,7 +235,8 @@ async def open_model(
             http_async_client=client,
             **options,
         )
-        yield ModelHandle(chat, config.model, config.input_cost_per_mtok, config.output_cost_per_mtok)
+        endpoint = config.base_url or "https://api.openai.com/v1"
+        yield ModelHandle(chat, config.model, config.input_cost_per_mtok, config.output_cost_per_mtok, endpoint)
     finally:
         await client.aclose()
 
@@ -241,24 +283,12 @@ def system_prompt(template: str, strategy: Strategy | None = None) -> str:
 
 
 def catalog_text(entries: Sequence[AgentEntry], limit: int) -> str:
-    """The agents, quoted as data: name, description, skills (id, name, description, tags)."""
+    """The agents, quoted as data: each card summarised to fit ``limit`` characters (``card_summary``)."""
     blocks = []
     for entry in entries:
-        card = {
-            "agent": entry.name,
-            "description": entry.description,
-            "skills": [
-                {
-                    "id": s.id,
-                    "name": s.name,
-                    "description": s.description,
-                    "tags": list(s.tags),
-                    **({"structured_input": True} if s.structured else {}),
-                }
-                for s in entry.skills
-            ],
-        }
-        blocks.append(quote_json(card, source=entry.name, kind="agent card", limit=limit))
+        text = json.dumps(entry_summary(entry, limit), ensure_ascii=False)
+        # The summary fits already (or is as small as it gets): quote it whole, never cut mid-JSON.
+        blocks.append(quote(text, source=entry.name, kind="agent card", limit=len(text)))
     return "\n".join(blocks) or "(no agent is available)"
 
 

@@ -33,6 +33,8 @@ from a2a.client.card import card_url
 from a2a.errors import A2AError, HTTPStatusError, TransportError
 from a2a.loader import AgentLoadError, load_agent
 from a2a.local import local_client
+from a2a.transport.base import DEFAULT_MAX_RESPONSE_BYTES
+from a2a.transport.http import exchange
 from a2a.transport.stdio import StdioTransport
 from a2a.types import AgentCard, AgentSkill
 
@@ -233,7 +235,26 @@ class Registry:
             now = time.monotonic()
             todo = [e for e in self.entries.values() if self._needs_resolving(e, only_pending, now)]
             await asyncio.gather(*(self._resolve(e) for e in todo))
+            for entry in todo:
+                self._name_after_card(entry)
         return list(self.entries.values())
+
+    def _name_after_card(self, entry: AgentEntry) -> None:
+        """An agent given by address only takes its card's name (``-2``, ``-3``... when taken)."""
+        if not entry.config.name_from_card or entry.card is None:
+            return
+        base = re.sub(r"[^A-Za-z0-9_.\-]+", "-", entry.card.name).strip("-.") or entry.name
+        name, n = base, 1
+        while name in self.entries and self.entries[name] is not entry:
+            n += 1
+            name = f"{base}-{n}"
+        old = entry.name
+        renamed = entry.config.model_copy(update={"name": name, "name_from_card": False})
+        self.config.agents[:] = [renamed if a is entry.config else a for a in self.config.agents]
+        entry.config = renamed
+        self.entries = {(name if k == old else k): v for k, v in self.entries.items()}
+        if old in self._objects:
+            self._objects[name] = self._objects.pop(old)
 
     @staticmethod
     def _needs_resolving(entry: AgentEntry, only_pending: bool, now: float) -> bool:
@@ -282,19 +303,21 @@ class Registry:
         address = card_url(entry.config.url)
         headers = {"If-None-Match": entry.etag} if entry.etag and entry.card is not None else {}
 
-        async def fetch() -> httpx.Response:
+        async def fetch() -> tuple[httpx.Response, bytes]:
+            http = self._card_http()
+            request = http.build_request("GET", address, headers=headers)
             try:
-                got = await self._card_http().get(address, headers=headers, timeout=self.config.a2a.call_timeout)
-            except httpx.HTTPError as exc:
-                raise TransportError(
-                    f"cannot fetch the card at {address}: {exc or type(exc).__name__}",
-                    retryable=isinstance(exc, httpx.TransportError),
-                ) from exc
+                # The one bounded read of an answer (size and deadline), as A2AClient's own card fetch.
+                got, body = await exchange(
+                    http, request, timeout=self.config.a2a.call_timeout, max_bytes=DEFAULT_MAX_RESPONSE_BYTES
+                )
+            except TransportError as exc:
+                raise TransportError(f"cannot fetch the card at {address}: {exc}", retryable=exc.retryable) from exc
             if got.status_code in (429, 502, 503, 504):
                 raise HTTPStatusError(f"the card at {address} answered HTTP {got.status_code}", status=got.status_code)
-            return got
+            return got, body
 
-        response = await entry.retry.run(fetch, what=f"the card of {entry.name}")
+        response, body = await entry.retry.run(fetch, what=f"the card of {entry.name}")
         max_age = _MAX_AGE.search(response.headers.get("Cache-Control", ""))
         ttl = float(max_age.group(1)) if max_age else self.config.a2a.card_max_age
         entry.expires_at = time.monotonic() + ttl
@@ -303,7 +326,7 @@ class Registry:
         if response.status_code != 200:
             raise DiscoveryError(f"the card at {address} answered HTTP {response.status_code}")
         try:
-            entry.card = msgspec.json.decode(response.content, type=AgentCard)
+            entry.card = msgspec.json.decode(body, type=AgentCard)
         except (msgspec.DecodeError, msgspec.ValidationError) as exc:
             raise DiscoveryError(f"{address} is not a valid A2A 1.0 agent card: {exc}") from exc
         entry.etag = response.headers.get("ETag")

@@ -20,14 +20,13 @@ from langgraph.runtime import Runtime
 from . import events as ev
 from .config import SupervisorConfig
 from .delegation import Delegator
-from .delegation_record import delegations_in
-from .model import ModelHandle, tool_specs, usage_of
+from .model import ModelHandle, model_failure, tool_specs, usage_of
 from .registry import Registry
 from .state import SupervisorState, Usage, new_usage
 from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
-__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "set_fallback_context", "totals"]
+__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "steps_used", "totals"]
 
 T = TypeVar("T")
 
@@ -52,6 +51,11 @@ class RunContext:
     started: float = field(default_factory=time.monotonic)
     #: Budgets already reported as exhausted (each is reported once).
     exhausted: set[str] = field(default_factory=set)
+    #: ``supervisor.hooks`` objects (the model-call hooks are run here; the delegator runs the others).
+    hooks: list[Any] = field(default_factory=list)
+    #: Ask for approvals with a LangGraph ``interrupt`` (a run a host drives: it resumes the thread
+    #: with the answer), rather than through an ``ApprovalHook``.
+    approve_by_interrupt: bool = False
 
     @property
     def settings(self) -> Any:
@@ -95,9 +99,22 @@ class RunContext:
         assert self.model is not None
         runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
         began = time.monotonic()
-        response = await self.interruptible(runnable.ainvoke(list(messages)))
+        messages = list(messages)
+        for hook in self.hooks:
+            if (before := getattr(hook, "before_model", None)) is not None:
+                messages = list(await before(purpose, messages))
+        try:
+            response = await self.interruptible(runnable.ainvoke(messages))
+        except Exception as exc:
+            failure = model_failure(self.model, exc)
+            if failure is None:
+                raise
+            raise failure from None  # one line naming the endpoint; the client's traceback says no more
         if not isinstance(response, AIMessage):
             response = AIMessage(content=str(getattr(response, "content", response)))
+        for hook in self.hooks:
+            if (after := getattr(hook, "after_model", None)) is not None:
+                response = await after(purpose, response)
         input_tokens, output_tokens = usage_of(response)
         cost = self.model.cost(input_tokens, output_tokens)
         total = Usage(**(usage or new_usage()))
@@ -118,47 +135,46 @@ class RunContext:
         return response, total
 
 
-#: Makes the run context for a thread when the graph is run without one (LangGraph Studio).
-_fallback_context: Callable[[str], RunContext] | None = None
-_fallback_contexts: dict[str, RunContext] = {}
-
-
-def set_fallback_context(factory: Callable[[str], RunContext] | None) -> None:
-    """For hosts that run the compiled graph themselves (LangGraph Studio): how to make a context."""
-    global _fallback_context
-    _fallback_context = factory
-    _fallback_contexts.clear()
-
-
-def context_of(runtime: Runtime[RunContext]) -> RunContext:
-    """The run's context, as ``Supervisor`` passes it (or as the fallback makes it, once per thread)."""
-    if runtime.context is not None:
+def context_of(runtime: Runtime[Any]) -> RunContext:
+    """The run's context: the live one ``Supervisor`` passes, or one built from the serialisable
+    settings a host gives (LangGraph Server, Studio, a parent graph: ``supervisor.hosted``)."""
+    if isinstance(runtime.context, RunContext):
         return runtime.context
-    if _fallback_context is None:
-        raise RuntimeError("the supervisor graph needs its RunContext: run it through Supervisor, or see studio.py")
-    thread = str(get_config().get("configurable", {}).get("thread_id", "default"))
-    if thread not in _fallback_contexts:
-        _fallback_contexts[thread] = _fallback_context(thread)
-    return _fallback_contexts[thread]
+    from .hosted import hosted_context, settings_from
+
+    config = get_config()
+    configurable = dict(config.get("configurable") or {})
+    # One context per run: a host's run id when it gives one, else the thread.
+    thread = str(configurable.get("thread_id") or "default")
+    key = str(configurable.get("run_id") or config.get("run_id") or thread)
+    return hosted_context(settings_from(runtime.context, configurable), key, thread)
 
 
 def totals(state: SupervisorState) -> dict[str, float]:
     """Tokens, cost and steps used so far: the model's plus what the agents reported."""
     usage = state.get("usage") or new_usage()
-    records = delegations_in(state)
-    agent_in = sum(r.input_tokens for r in records)
-    agent_out = sum(r.output_tokens for r in records)
+    # The raw records, not Delegation objects: this runs at every step, over every delegation.
+    records = list((state.get("delegations") or {}).values())
+    agent_in = sum(r.get("input_tokens") or 0 for r in records)
+    agent_out = sum(r.get("output_tokens") or 0 for r in records)
     return {
         "tokens": usage["model_input_tokens"] + usage["model_output_tokens"] + agent_in + agent_out,
-        "cost_usd": usage["model_cost_usd"] + sum(r.cost_usd for r in records),
+        "cost_usd": usage["model_cost_usd"] + sum(r.get("cost_usd") or 0.0 for r in records),
         "steps": usage["model_calls"] + len(records),
     }
+
+
+def steps_used(state: SupervisorState) -> int:
+    """Model calls plus delegations so far (what ``max_steps`` counts), without reading any record."""
+    return (state.get("usage") or new_usage())["model_calls"] + len(state.get("delegations") or {})
 
 
 def budget_exhausted(state: SupervisorState, rt: RunContext, *, extra_steps: int = 0) -> str | None:
     """``budget:<name>`` for the first budget that has run out (and a ``budget_exhausted`` event)."""
     settings = rt.config.supervisor
-    used = totals(state)
+    # Summing every delegation's usage at every step costs O(items): only when a budget needs it.
+    needs_sums = settings.budget.tokens is not None or settings.budget.cost_usd is not None
+    used = totals(state) if needs_sums else {"tokens": 0.0, "cost_usd": 0.0, "steps": steps_used(state)}
     checks: list[tuple[str, float, float | None]] = [
         ("tokens", used["tokens"], settings.budget.tokens),
         ("cost_usd", used["cost_usd"], settings.budget.cost_usd),

@@ -8,7 +8,7 @@ never mixed into it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal, TypedDict
+from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage
 from langgraph.graph.message import add_messages
@@ -17,6 +17,9 @@ from .delegation_record import DelegationData
 
 __all__ = [
     "FINAL_ITEM_STATES",
+    "RESET",
+    "Turn",
+    "append",
     "Item",
     "ItemStatus",
     "SupervisorState",
@@ -57,6 +60,11 @@ class Item(TypedDict):
     note: str
     #: The model's tool call this item answers (conversational mode).
     tool_call_id: str | None
+    #: Arguments filled from the results of other items when it starts: argument name -> item ids
+    #: (the offline planner's "save the result to out.txt" after a step that computed it).
+    inputs: NotRequired[dict[str, list[str]]]
+    #: The answer to the approval asked by a LangGraph interrupt (agents with ``approval: true``).
+    approved: NotRequired[bool]
 
 
 class Usage(TypedDict):
@@ -83,16 +91,39 @@ def new_usage() -> Usage:
     )
 
 
+#: A key that, in a map a node returns, empties the map first (a new turn of a conversation).
+RESET = "__reset__"
+
+
 def merge(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
-    """Key by key: a node returns only the entries it changed."""
+    """Key by key: a node returns only the entries it changed (``{RESET: True}`` starts afresh)."""
+    if new and new.get(RESET):
+        return {k: v for k, v in new.items() if k != RESET}
     return {**(old or {}), **(new or {})}
 
 
 def merge_nested(old: dict[str, Any] | None, new: dict[str, Any] | None) -> dict[str, Any]:
+    if new and new.get(RESET):
+        old, new = {}, {k: v for k, v in new.items() if k != RESET}
     merged = dict(old or {})
     for key, value in (new or {}).items():
         merged[key] = {**merged.get(key, {}), **value} if isinstance(value, dict) else value
     return merged
+
+
+def append(old: list[Any] | None, new: list[Any] | None) -> list[Any]:
+    return [*(old or []), *(new or [])]
+
+
+class Turn(TypedDict):
+    """One finished run of a conversation (a thread), as later runs of it see it."""
+
+    run_id: str
+    objective: str
+    status: str
+    final: str
+    #: Each item: id, description, agent, status, and its output (what a later step may use).
+    items: list[dict[str, Any]]
 
 
 class SupervisorState(TypedDict, total=False):
@@ -118,6 +149,11 @@ class SupervisorState(TypedDict, total=False):
     final: str | None
     status: str | None
     error: str | None
+    #: The earlier runs of this thread (a conversation), oldest first; kept in full here, digested
+    #: in prompts (``supervisor.conversation``).
+    history: Annotated[list[Turn], append]
+    #: The A2A ``contextId`` of each agent in this thread, so that an agent sees one conversation too.
+    contexts: Annotated[dict[str, str], merge]
 
 
 def new_item(
@@ -130,8 +166,9 @@ def new_item(
     arguments: dict[str, Any] | None = None,
     depends_on: list[str] | None = None,
     tool_call_id: str | None = None,
+    inputs: dict[str, list[str]] | None = None,
 ) -> Item:
-    return Item(
+    item = Item(
         id=item_id,
         description=description,
         instruction=instruction or description,
@@ -149,3 +186,6 @@ def new_item(
         note="",
         tool_call_id=tool_call_id,
     )
+    if inputs:
+        item["inputs"] = {name: list(ids) for name, ids in inputs.items()}
+    return item

@@ -47,9 +47,10 @@ from .config import (
     validation_issues,
 )
 from .delegation import Delegator
-from .delegation_record import delegations_in
+from .delegation_record import ACTIVE_DELEGATION_STATES
 from .graph import build_graph
-from .model import ModelHandle, open_model
+from .hooks import ApprovalHook, DelegationRequest, load_hooks
+from .model import ModelHandle, ModelUnavailableError, open_model
 from .nodes.discover import report_agents
 from .registry import Registry
 from .result import RunResult, result_from_state
@@ -77,6 +78,12 @@ class _Run:
     depth: int
     resume: bool
     interactive: bool
+    #: The conversation (LangGraph thread) it belongs to; ``None``: a run of its own (thread = run id).
+    thread: str | None = None
+
+    @property
+    def thread_id(self) -> str:
+        return self.thread or self.run_id
 
 
 class RunNotFoundError(LookupError):
@@ -85,6 +92,10 @@ class RunNotFoundError(LookupError):
 
 class RunExistsError(ValueError):
     """A new run was given the id of a run that is already checkpointed."""
+
+
+#: ``--agent stdio:COMMAND``: a stdio agent started from this command line.
+STDIO_PREFIX = "stdio:"
 
 
 def _name_from_url(url: str) -> str:
@@ -98,12 +109,29 @@ def _agent_config(spec: AgentSpec, name: str | None, options: Mapping[str, Any])
         agent_name = name or re.sub(r"[^A-Za-z0-9_.\-]+", "-", spec.name).strip("-") or "agent"
         return AgentConfig(name=agent_name, module=f"<in-process>:{agent_name}", **options), spec
     if isinstance(spec, str):
+        # Given by address only, an agent goes by a stand-in name until its card tells its own.
+        stand_in = name is None
         if re.match(r"^(https?|wss?)://", spec):
-            return AgentConfig(name=name or _name_from_url(spec), url=spec, **options), None
+            return (
+                AgentConfig(name=name or _name_from_url(spec), name_from_card=stand_in, url=spec, **options),
+                None,
+            )
+        if spec.startswith(STDIO_PREFIX):
+            command = spec[len(STDIO_PREFIX) :].strip()
+            if not command:
+                raise ValueError(f"{spec!r}: give the command after {STDIO_PREFIX!r}")
+            return (
+                AgentConfig(name=name or "stdio-agent", name_from_card=stand_in, command=command, **options),
+                None,
+            )
         if ":" in spec:
             return AgentConfig(name=name or spec.rpartition(":")[2], module=spec, **options), None
-        raise ValueError(f"{spec!r} is neither a URL nor 'module:attribute'")
+        raise ValueError(f"{spec!r} is neither a URL, 'stdio:COMMAND' nor 'module:attribute'")
     return AgentConfig.model_validate({**spec, **({"name": name} if name else {}), **options}), None
+
+
+async def _no_one_to_ask(_request: DelegationRequest) -> bool:
+    return False
 
 
 def _validated(build: Callable[[], T], source: str, prefix: str = "") -> T:
@@ -131,6 +159,7 @@ class Supervisor:
         config: SupervisorConfig | None = None,
         token_counter: TokenCounter = estimate_tokens,
         checkpointer: BaseCheckpointSaver[Any] | None = None,
+        hooks: Iterable[Any] = (),
         **settings: Any,
     ) -> None:
         unknown = set(settings) - _SETTING_NAMES - {"a2a"}
@@ -143,6 +172,11 @@ class Supervisor:
             agent, obj = _validated(
                 partial(_agent_config, spec, None, {}), "Supervisor(agents=...)", f"agents[{index}]"
             )
+            if agent.name_from_card:  # stand-in names must not collide either (two stdio agents)
+                taken, stem, n = {a.name for a in agent_configs}, agent.name, 1
+                while agent.name in taken:
+                    n += 1
+                    agent = agent.model_copy(update={"name": f"{stem}-{n}"})
             agent_configs.append(agent)
             if obj is not None:
                 objects[agent.name] = obj
@@ -164,6 +198,11 @@ class Supervisor:
         self.token_counter = token_counter
         self.registry = Registry(self.config, objects=objects)
         self._checkpointer = checkpointer
+        #: ``supervisor.hooks``: those given here, then those the configuration names by import path.
+        self.hooks: list[Any] = load_hooks([*hooks, *self.config.supervisor.hooks])
+        if not any(isinstance(h, ApprovalHook) for h in self.hooks):
+            # An agent that needs approval is never delegated to unasked: with no one to ask, refuse.
+            self.hooks.append(ApprovalHook(_no_one_to_ask))
         self._memory_saver: InMemorySaver | None = None
         self._entered = False
         self._active: dict[str, RunContext] = {}
@@ -215,23 +254,48 @@ class Supervisor:
     # ---- running -------------------------------------------------------------------------
 
     async def run(
-        self, objective: str, *, run_id: str | None = None, depth: int = 0, ask: Ask | None = None
+        self,
+        objective: str,
+        *,
+        run_id: str | None = None,
+        depth: int = 0,
+        ask: Ask | None = None,
+        thread: str | None = None,
     ) -> RunResult:
-        """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive)."""
-        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None), ask)
+        """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive).
+
+        ``thread`` continues a conversation: the run sees the thread's earlier objectives and
+        answers, and each agent gets the contextId it had in it (``supervisor.conversation``)."""
+        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None, thread), ask)
 
     def stream(
-        self, objective: str, *, run_id: str | None = None, depth: int = 0, interactive: bool | None = None
+        self,
+        objective: str,
+        *,
+        run_id: str | None = None,
+        depth: int = 0,
+        interactive: bool | None = None,
+        thread: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         """Run, yielding typed progress events; the last one is ``RunFinished`` (with ``.result``)."""
-        return self._stream(objective, run_id, depth, None, interactive)
+        return self._stream(objective, run_id, depth, None, interactive, thread)
 
-    async def resume(self, run_id: str, *, ask: Ask | None = None) -> RunResult:
+    async def resume(self, run_id: str, *, ask: Ask | None = None, thread: str | None = None) -> RunResult:
         """Continue a run whose process died: unfinished remote tasks are followed by their ids."""
-        return await self._consume(self._stream(None, run_id, 0, run_id, ask is not None), ask)
+        return await self._consume(self._stream(None, run_id, 0, run_id, ask is not None, thread), ask)
 
-    def stream_resume(self, run_id: str, *, interactive: bool | None = None) -> AsyncIterator[ev.Event]:
-        return self._stream(None, run_id, 0, run_id, interactive)
+    def stream_resume(
+        self, run_id: str, *, interactive: bool | None = None, thread: str | None = None
+    ) -> AsyncIterator[ev.Event]:
+        return self._stream(None, run_id, 0, run_id, interactive, thread)
+
+    async def get_thread(self, thread: str) -> list[dict[str, Any]]:
+        """The finished turns of a conversation, oldest first (objective, status, answer, item outputs)."""
+        async with self._saver() as saver:
+            if saver is None:
+                return []
+            snapshot = await build_graph().compile(checkpointer=saver).aget_state(self._graph_config(thread))
+        return [dict(turn) for turn in (snapshot.values or {}).get("history") or []]
 
     def cancel(self, run_id: str | None = None) -> None:
         """Cancel one run (or all): delegations in flight get CancelTask; partial results are kept."""
@@ -293,10 +357,16 @@ class Supervisor:
         return bool(self.config.supervisor.interactive)
 
     async def _stream(
-        self, objective: str | None, run_id: str | None, depth: int, resume: str | None, interactive: bool | None
+        self,
+        objective: str | None,
+        run_id: str | None,
+        depth: int,
+        resume: str | None,
+        interactive: bool | None,
+        thread: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         run_id = run_id or uuid.uuid4().hex[:16]
-        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive))
+        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive), thread)
         queue: asyncio.Queue[ev.Event | None] = asyncio.Queue()
         driver = asyncio.create_task(self._drive(run, queue), name=f"supervisor-run-{run_id}")
         try:
@@ -320,13 +390,18 @@ class Supervisor:
             except (RunNotFoundError, RunExistsError, ConfigError):
                 raise  # the caller's mistake: raised from stream()/run(), not turned into a failed run
             except Exception as exc:
-                log.exception("run %s failed", run_id)
+                error = f"{type(exc).__name__}: {exc}"
+                if isinstance(exc, ModelUnavailableError):
+                    error = str(exc)  # expected in operation: one line, no traceback
+                    log.warning("run %s failed: %s", run_id, error)
+                else:
+                    log.exception("run %s failed", run_id)
                 result = result_from_state(
                     {
                         "run_id": run_id,
                         "objective": run.objective or "",
                         "status": "failed",
-                        "error": f"{type(exc).__name__}: {exc}",
+                        "error": error,
                         "final": "",
                     }
                 )
@@ -351,17 +426,24 @@ class Supervisor:
         settings = self.config.supervisor
         async with self._saver() as saver, open_model(settings, self._chat_model) as model:
             graph = build_graph().compile(checkpointer=saver)
-            config = self._graph_config(run_id)
+            config = self._graph_config(run.thread_id)
             state: dict[str, Any] = {}
             if saver is not None:
                 state = dict((await graph.aget_state(config)).values or {})
+            if run.thread is not None and saver is None:
+                raise RunExistsError("a conversation (thread) needs checkpoints: checkpoint.backend is 'none'")
             if resume and not state:
                 where = settings.checkpoint.resolved_path() if settings.checkpoint.backend == "sqlite" else "memory"
-                raise RunNotFoundError(f"no run {run_id!r} in the checkpoints ({where})")
-            if not resume and state:
+                raise RunNotFoundError(f"no run {run.thread_id!r} in the checkpoints ({where})")
+            if not resume and state and run.thread is None:
                 raise RunExistsError(f"run {run_id!r} exists already; resume it, or use another run id")
+            if not resume and state and not state.get("status"):
+                raise RunExistsError(
+                    f"thread {run.thread!r} has a run in progress ({state.get('run_id')}); resume it first"
+                )
             if resume:
                 objective, depth = state["objective"], int(state.get("depth", 0))
+                run_id = str(state.get("run_id") or run_id)
                 if state.get("status"):
                     return result_from_state(state)
             assert objective is not None
@@ -372,6 +454,7 @@ class Supervisor:
                 max_depth=settings.max_depth,
                 emit=emit,
                 interactive=interactive,
+                hooks=self.hooks,
             )
             rt = RunContext(
                 run_id=run_id,
@@ -383,6 +466,7 @@ class Supervisor:
                 depth=depth,
                 interactive=interactive,
                 token_counter=self.token_counter,
+                hooks=self.hooks,
             )
             self._active[run_id] = rt
             try:
@@ -409,9 +493,10 @@ class Supervisor:
                     }
                 )
                 saved: dict[str, str] | None = None
-                async for values in graph.astream(
-                    graph_input, config, context=rt, stream_mode="values", durability="sync"
-                ):
+                # "sync" makes every yielded state a saved one; without a checkpointer there is
+                # nothing to save, and LangGraph fails when asked to wait for a save it never makes.
+                durability: Any = {"durability": "sync"} if saver is not None else {}
+                async for values in graph.astream(graph_input, config, context=rt, stream_mode="values", **durability):
                     state = values
                     if saver is not None:
                         saved = self._report_checkpoint(rt, state, saved)
@@ -423,7 +508,12 @@ class Supervisor:
     @staticmethod
     def _report_checkpoint(rt: RunContext, state: dict[str, Any], before: dict[str, str] | None) -> dict[str, str]:
         """With ``durability="sync"`` the state yielded is saved: say which remote tasks it holds."""
-        tasks = {r.id: r.task_id for r in delegations_in(state) if r.task_id and r.active}
+        # Raw records (this runs at every step): the active ones with a remote task.
+        tasks = {
+            str(r["id"]): str(r["task_id"])
+            for r in (state.get("delegations") or {}).values()
+            if r.get("task_id") and r.get("state") in ACTIVE_DELEGATION_STATES
+        }
         if tasks != before:
             rt.emit(ev.CheckpointSaved(run_id=rt.run_id, tasks=tasks))
         return tasks

@@ -14,8 +14,11 @@ then the final answer and a summary line.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import time
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
@@ -27,7 +30,35 @@ from rich.tree import Tree
 
 from . import events as ev
 
-__all__ = ["LiveView", "json_line"]
+__all__ = ["LiveView", "TerminalApproval", "json_line", "redrawing"]
+
+#: Seconds between redraws while no event arrives (elapsed times keep counting).
+REDRAW_INTERVAL = 0.25
+
+
+@contextlib.asynccontextmanager
+async def redrawing(
+    view: LiveView, update: Callable[[RenderableType], None], interval: float = REDRAW_INTERVAL
+) -> AsyncIterator[None]:
+    """Redraw ``view`` every ``interval`` seconds for as long as the block runs.
+
+    Events redraw the view too, but a delegation that works quietly sends none: without a
+    timer its elapsed time would stay where the last event left it. The timer runs on the
+    event loop (not in rich's refresh thread), so it never renders while an event changes the view.
+    """
+
+    async def tick() -> None:
+        while True:
+            await asyncio.sleep(interval)
+            update(view.render())
+
+    ticker = asyncio.create_task(tick(), name="supervisor-live-redraw")
+    try:
+        yield
+    finally:
+        ticker.cancel()
+        await asyncio.gather(ticker, return_exceptions=True)
+
 
 _ICONS = {
     "pending": ("·", "dim"),
@@ -239,3 +270,35 @@ def print_json(event: ev.Event, out: TextIO) -> None:
 
 def console_for(out: TextIO) -> Console:
     return Console(file=out)
+
+
+class TerminalApproval:
+    """The CLI's ``ApprovalHook`` question: asked on the terminal (the live view paused meanwhile);
+    without a terminal to ask on (``--batch``, ``--json``) a delegation that needs approval is refused."""
+
+    def __init__(self, interactive: bool) -> None:
+        self.interactive = interactive
+        self.console: Console | None = None
+        self.live: Any = None
+        self._lock = asyncio.Lock()  # one question at a time
+
+    def attach(self, console: Console, live: Any) -> None:
+        self.console, self.live = console, live
+
+    async def __call__(self, request: Any) -> bool:
+        if not self.interactive or self.console is None:
+            return False
+        async with self._lock:
+            if self.live is not None:
+                self.live.stop()
+            self.console.print(
+                f"[magenta]Approve[/] delegating item {request.item_id} to [bold]{escape(request.agent)}[/]: "
+                f"{escape(request.text[:500])}"
+            )
+            try:
+                answer = await asyncio.to_thread(input, "approve? [y/N] ")
+            except EOFError:
+                answer = ""
+            if self.live is not None:
+                self.live.start()
+        return answer.strip().lower() in ("y", "yes")

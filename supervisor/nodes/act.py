@@ -37,7 +37,7 @@ async def act(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
     return update
 
 
-def after_act(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_act(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     if state.get("stop") or state.get("final") is not None:
         return "synthesize"
     if ready(context_of(runtime), items_of(state)):
@@ -77,7 +77,11 @@ def _act_delegate(rt: RunContext, call: dict[str, Any], items: dict[str, Item]) 
         known = ", ".join(e.name for e in rt.registry.available())
         return f"there is no agent named {args.agent!r}; available agents: {known}"
     existing = items.get(args.item_id or "")
-    item_id = existing["id"] if existing and existing["status"] == "pending" else _conversation_item_id(items)
+    # A pending item is taken over by this call only if no other call of the model already
+    # claimed it: a second ``delegate`` for the same item (in this turn or while the first is
+    # still waiting) becomes an item of its own, so that each call gets its own answer.
+    free = existing is not None and existing["status"] == "pending" and not existing["tool_call_id"]
+    item_id = existing["id"] if existing is not None and free else _conversation_item_id(items)
     return new_item(
         item_id,
         args.description,

@@ -7,11 +7,12 @@ from __future__ import annotations
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
 from langgraph.runtime import Runtime
 
+from ..conversation import compact_messages
 from ..model import CONVERSE_SYSTEM, TOOLS, system_prompt
 from ..quoting import quote
 from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
 from ..state import FINAL_ITEM_STATES, Item, SupervisorState
-from .prompting import catalog
+from .prompting import catalog, earlier_turns
 from .todo import Update, items_of
 
 __all__ = ["after_converse", "converse", "tool_results"]
@@ -31,10 +32,11 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
         return {**update, "stop": stop}
     system = SystemMessage(
         system_prompt(CONVERSE_SYSTEM) + "\n\nAgents (the best matches for the objective; "
-        f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}"
+        f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}{earlier_turns(rt, state)}"
     )
     try:
-        response, usage = await rt.call_model("converse", [system, *history], list(TOOLS), state.get("usage"))
+        shown = compact_messages(history, budget=rt.settings.messages_tokens, count=rt.token_counter)
+        response, usage = await rt.call_model("converse", [system, *shown], list(TOOLS), state.get("usage"))
     except RunCanceled as exc:
         return {**update, "stop": str(exc)}
     update["messages"] = [*update.get("messages", []), response]
@@ -44,7 +46,7 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-def after_converse(state: SupervisorState) -> str:
+async def after_converse(state: SupervisorState) -> str:
     if state.get("stop") or state.get("final") is not None:
         return "synthesize"
     return "act"

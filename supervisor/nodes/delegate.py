@@ -9,17 +9,21 @@ restart, items that were running are picked up again by their remote task, never
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from typing import Any
 
 from langgraph.runtime import Runtime
+from langgraph.types import interrupt
 
 from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
 from ..delegation_record import Delegation, DelegationData, delegations_in
-from ..runtime import RunContext, budget_exhausted, context_of, totals
+from ..offline import PREVIOUS_TURN
+from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
+from ..workspace import FILE_SOURCE, workspace_file
 from .todo import Update, item_event, items_of, note_result
 
 __all__ = ["after_delegate", "delegate", "ready"]
@@ -31,34 +35,38 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     changed: dict[str, Item] = {}
     records: dict[str, DelegationData] = {}
     variables: dict[str, dict[str, Any]] = {}
+    contexts: dict[str, str] = {}
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
     if stop is None:
+        _approvals(rt, items, changed)
         _skip_blocked(rt, items, changed)
         # After a restart: items that were running have no delegation in this process yet.
         for item in [i for i in items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
             items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
-        steps_left = rt.settings.max_steps - int(totals(state)["steps"])
+        steps_left = rt.settings.max_steps - steps_used(state)
         for item in ready(rt, items)[: min(_capacity(rt), max(0, steps_left))]:
             items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
         if rt.delegator.in_flight or not rt.delegator.updates.empty():
             updates = await rt.delegator.next_updates(rt.cancel, rt.wall_time_left())
-            _apply_updates(rt, state, updates, items, changed, records, variables)
+            _apply_updates(rt, state, updates, items, changed, records, variables, contexts)
             if rt.cancel.is_set():
                 stop = "canceled"
             elif not updates and rt.wall_time_left() == 0:
                 stop = budget_exhausted(state, rt) or "budget:wall_time"
     if stop is not None:
-        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables)
+        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables, contexts)
         for item in items.values():
             if item["status"] == "running":
                 changed[item["id"]] = {**item, "status": "canceled"}
     update: Update = {"items": changed, "delegations": records, "variables": variables}
+    if contexts:
+        update["contexts"] = contexts
     if stop is not None:
         update["stop"] = stop
     return update
 
 
-def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     rt = context_of(runtime)
     if state.get("stop"):
         return "synthesize"
@@ -82,6 +90,28 @@ def ready(rt: RunContext, items: dict[str, Item]) -> list[Item]:
     if not rt.strategy.follows_dependencies:
         return pending
     return [i for i in pending if all(items[d]["status"] == "done" for d in i["depends_on"] if d in items)]
+
+
+def _approvals(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
+    """For a host's run: ask, with a LangGraph ``interrupt``, before an item goes to an agent with
+    ``approval: true``. Done first in the node, before anything starts, because the node runs
+    again from its beginning when the host resumes it with the answer (``Command(resume=...)``)."""
+    if not rt.approve_by_interrupt:
+        return
+    for item in ready(rt, items):
+        entry = rt.registry.get(item["agent"])
+        if entry is None or not entry.config.approval or item.get("approved") is not None:
+            continue
+        answer = interrupt(
+            {"approve": {"item_id": item["id"], "agent": entry.name, "instruction": item["instruction"]}}
+        )
+        if answer is True or str(answer).strip().lower() in ("y", "yes", "true", "approve", "approved"):
+            item = {**item, "approved": True}
+        else:
+            item = {**item, "approved": False, "status": "failed"}
+            item["error"] = f"vetoed: delegating to {entry.name} was not approved"
+            item_event(rt, item)
+        items[item["id"]] = changed[item["id"]] = item
 
 
 def _capacity(rt: RunContext) -> int:
@@ -125,22 +155,46 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     except ContextBudgetError as exc:
         return _fail(rt, item, str(exc))
     resume = record if record is not None and record.active else None
-    rt.delegator.start(
-        Job(
-            item["id"],
-            item["description"],
-            agent,
-            skill,
-            text,
-            record.arguments if record else item["arguments"],
-            dispatch,
-            resume,
-        )
-    )
+    arguments = record.arguments if record else _arguments(state, item, items)
+    contexts = dict(state.get("contexts") or {})
+    job = Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts)
+    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved"))))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
     return started
+
+
+def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> dict[str, Any] | None:
+    """The item's arguments, with those it takes from other items' results filled in."""
+    inputs = item.get("inputs") or {}
+    if not inputs or item["arguments"] is None:
+        return item["arguments"]
+    filled = dict(item["arguments"])
+    for name, sources in inputs.items():
+        outputs = [output_of(state, items[s]) for s in sources if s in items and items[s]["status"] == "done"]
+        files = [
+            workspace_file(state, items, s.removeprefix(FILE_SOURCE)) for s in sources if s.startswith(FILE_SOURCE)
+        ]
+        if any(f is not None for f in files):  # a file of the run named by the step: its content, as is
+            filled[name] = "".join(f for f in files if f is not None)
+            continue
+        if PREVIOUS_TURN in sources and state.get("history"):
+            last = (state.get("history") or [])[-1]
+            outputs += [i["output"] for i in last["items"] if i["status"] == "done" and i.get("output")]
+        filled[name] = "\n".join(o.rstrip("\n") for o in outputs) + ("\n" if outputs else "")
+    return filled
+
+
+def output_of(state: SupervisorState, item: Item) -> str:
+    """What an item produced, as another item's input: a program's standard output when its
+    agent returned one (an artifact named ``stdout``), else its result text."""
+    records = state.get("delegations") or {}
+    latest = records.get(item["delegations"][-1]) if item["delegations"] else None
+    for artifact in (latest or {}).get("artifacts") or []:
+        if artifact.get("name") == "stdout":
+            return "".join(p.get("text") or "" for p in artifact.get("parts") or [])
+    return item["result"] or ""
 
 
 def _route(rt: RunContext, item: Item) -> tuple[str | None, str | None]:
@@ -208,11 +262,14 @@ def _apply_updates(
     changed: dict[str, Item],
     records: dict[str, DelegationData],
     variables: dict[str, dict[str, Any]],
+    contexts: dict[str, str],
 ) -> None:
     for update in updates:
         if isinstance(update, RecordUpdate):
             record = update.record
             records[record.id] = record.as_state()
+            if record.context_id and (state.get("contexts") or {}).get(record.agent) != record.context_id:
+                contexts[record.agent] = record.context_id
             item = changed.get(record.item_id) or items.get(record.item_id)
             if item is not None and record.id not in item["delegations"]:
                 item = {**item, "delegations": [*item["delegations"], record.id]}

@@ -7,6 +7,7 @@ from collections.abc import Iterable
 from langgraph.runtime import Runtime
 
 from .. import events as ev
+from ..conversation import new_turn
 from ..registry import AgentEntry
 from ..runtime import RunContext, context_of
 from ..state import SupervisorState
@@ -36,6 +37,11 @@ async def discover(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     entries = await rt.registry.discover()
     report_agents(rt, entries)
     update: Update = {"agents": [e.summary() for e in entries]}
+    if state.get("run_id") != rt.run_id:  # a host's input is only the objective
+        update["run_id"] = rt.run_id
+    if state.get("status") is not None:
+        # The thread's last run has finished: this run is the conversation's next turn.
+        update.update(new_turn(state))
     down = [e for e in entries if e.config.required and not e.up]
     if down:
         reasons = "; ".join(f"{e.name}: {e.error}" for e in down)
@@ -46,7 +52,7 @@ async def discover(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-def after_discover(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_discover(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     if state.get("stop"):
         return "synthesize"
     return "converse" if context_of(runtime).mode == "conversational" else "plan"

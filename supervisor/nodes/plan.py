@@ -13,7 +13,7 @@ from ..model import PLAN_SYSTEM, UpdateTodo, items_text, system_prompt
 from ..offline import plan_offline
 from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
 from ..state import Item, SupervisorState
-from .prompting import catalog, valid_calls
+from .prompting import catalog, earlier_turns, valid_calls
 from .todo import Update, entries_to_items, items_of, plan_event
 
 __all__ = ["after_plan", "plan"]
@@ -28,7 +28,8 @@ async def plan(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
     if rt.model is None:
         if replanning:
             return {}
-        planned = plan_offline(state["objective"], rt.registry, strategy=rt.strategy)
+        continues = bool(state.get("history"))
+        planned = plan_offline(state["objective"], rt.registry, strategy=rt.strategy, continues=continues)
         items = _acyclic({i["id"]: i for i in planned})
         plan_event(rt, list(items.values()), "offline planner")
         return {"items": items}
@@ -59,7 +60,10 @@ async def plan(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
 async def _model_plan(
     state: SupervisorState, rt: RunContext, existing: dict[str, Item]
 ) -> tuple[dict[str, Item], Any, list[Any]]:
-    prompt = f"Objective:\n{state['objective']}\n\nAgents you can delegate to:\n{catalog(rt, state['objective'])}"
+    prompt = (
+        f"Objective:\n{state['objective']}{earlier_turns(rt, state)}\n\n"
+        f"Agents you can delegate to:\n{catalog(rt, state['objective'])}"
+    )
     if existing:
         prompt += (
             "\n\nThe current TODO list (finished items stay; you may change pending items and add new "
@@ -78,7 +82,7 @@ async def _model_plan(
     return changed, usage, replies
 
 
-def after_plan(state: SupervisorState) -> str:
+async def after_plan(state: SupervisorState) -> str:
     return "synthesize" if state.get("stop") or not state.get("items") else "delegate"
 
 

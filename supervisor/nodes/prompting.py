@@ -8,10 +8,12 @@ from typing import Any, TypeVar
 from langchain_core.messages import AIMessage, ToolMessage
 from pydantic import BaseModel, ValidationError
 
+from ..conversation import conversation_text
 from ..model import catalog_text
 from ..runtime import RunContext
+from ..state import SupervisorState
 
-__all__ = ["catalog", "valid_calls"]
+__all__ = ["catalog", "earlier_turns", "valid_calls"]
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -42,4 +44,15 @@ def catalog(rt: RunContext, query: str) -> str:
         ranked = [m.agent for m in rt.registry.retrieve(query, k=None)]
         names = list(dict.fromkeys(ranked))[:size]
         available = [e for e in available if e.name in names] or available[:size]
-    return catalog_text(available, limit=min(rt.settings.peer_text_chars, 2000))
+    return catalog_text(available, limit=rt.settings.card_chars)
+
+
+def earlier_turns(rt: RunContext, state: SupervisorState) -> str:
+    """The earlier turns of this conversation for a prompt ("" on a thread's first run)."""
+    text = conversation_text(
+        state.get("history") or [],
+        budget=rt.settings.history_tokens,
+        count=rt.token_counter,
+        limit=rt.settings.peer_text_chars,
+    )
+    return f"\n\nEarlier in this conversation (oldest first):\n{text}" if text else ""

@@ -57,7 +57,7 @@ async def reflect(state: SupervisorState, runtime: Runtime[RunContext]) -> Updat
     return update
 
 
-def after_reflect(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
+async def after_reflect(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
     rt = context_of(runtime)
     if state.get("stop"):
         return "synthesize"

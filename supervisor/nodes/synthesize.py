@@ -8,10 +8,13 @@ from collections.abc import Sequence
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.runtime import Runtime
 
+from ..conversation import turn_of
+from ..hosted import release
 from ..model import SYNTHESIZE_SYSTEM, items_text, system_prompt
 from ..offline import assemble
 from ..runtime import RunCanceled, RunContext, context_of
 from ..state import Item, SupervisorState
+from .delegate import output_of
 from .todo import Update, items_of
 
 __all__ = ["synthesize"]
@@ -43,6 +46,8 @@ async def synthesize(state: SupervisorState, runtime: Runtime[RunContext]) -> Up
         final = assemble(state["objective"], items, limit=rt.settings.peer_text_chars, stop=reason)
     update["status"] = _status({**state, "stop": update.get("stop", stop)}, items)
     update["final"] = final
+    update["history"] = [turn_of(state, items, update["status"], final, lambda i: output_of(state, i))]
+    await release(rt)  # a host's run ends here (a Supervisor's run is ended by the Supervisor)
     return update
 
 

@@ -171,3 +171,10 @@ async def _stdio_work(ctx: RequestContext) -> None:
 
 def python() -> str:
     return sys.executable
+
+
+class Shouting:
+    """A hook for the configuration tests (loaded by import path): results in capitals."""
+
+    async def after_delegation(self, request: Any, result: Any) -> Any:
+        return result.replace(result=(result.result or "").upper())

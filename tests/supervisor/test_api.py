@@ -9,7 +9,7 @@ import pytest
 from aiohttp import web
 
 import supervisor
-from a2a import A2AServer, BearerAuth, ServerConfig
+from a2a import A2AClient, A2AServer, BearerAuth, ServerConfig
 from a2a.metadata import DEPTH_KEY
 from supervisor import ConfigError, Supervisor
 from supervisor.agent import supervisor_agent
@@ -134,3 +134,20 @@ async def test_a_supervisor_served_as_an_agent_passes_the_hop_count_on() -> None
     refused = await asyncio.wait_for(nested.run("work on pears"), WAIT)
     assert refused.status == "failed"
     assert "beyond supervisor.max_depth = 1" in (refused.final + (refused.items[0].error or ""))
+
+
+async def test_a_nested_supervisor_shows_its_caller_the_plan_and_each_step() -> None:
+    inner = Supervisor([worker("W")], checkpoint={"backend": "memory"})
+    async with A2AServer(supervisor_agent(inner, name="Inner"), config=ServerConfig(port=0)) as server:
+        assert server.url is not None
+        statuses: list[str] = []
+        async with A2AClient(server.url) as client:
+            async for event in client.stream("work on apples; work on pears"):
+                status = getattr(event.payload, "status", None)
+                message = getattr(status, "message", None)
+                if message is not None:
+                    statuses.extend(p.text for p in message.parts if p.text)
+    assert statuses[0] == "planning"
+    assert any(s.startswith("plan: 1. work on apples (W); 2. work on pears (W)") for s in statuses)
+    assert "item 1: delegated to W: work on apples" in statuses
+    assert "item 2: done" in statuses

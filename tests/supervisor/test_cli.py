@@ -118,7 +118,7 @@ async def test_ctrl_c_cancels_the_run_and_every_remote_task(tmp_path: Path) -> N
                 await child.wait()
         states = []
         for agent, task_id in tasks.items():
-            url = next(u for u in urls if agent == u.removeprefix("http://").replace(":", "-"))
+            url = urls[["A", "B"].index(agent)]  # agents given by URL are named after their cards
             async with A2AClient(url) as client:
                 states.append((await client.get_task(task_id)).status.state)
     assert code == 130

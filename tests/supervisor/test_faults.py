@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import signal
 import socket
@@ -365,3 +366,38 @@ async def test_a_stream_the_client_cannot_resume_is_followed_from_the_last_event
     # current state again, and never sent again.
     assert delegation.events == 5
     assert list(probe.executions.values()) == [1]
+
+
+async def test_an_agent_whose_card_is_endless_is_reported_down_without_reading_it_all() -> None:
+    """The supervisor's card fetch reads at most the client's response limit (16 MiB), however
+    large the card an agent announces or sends."""
+    from aiohttp import web
+
+    async def endless(request: web.Request) -> web.StreamResponse:
+        response = web.StreamResponse(headers={"Content-Type": "application/json"})
+        await response.prepare(request)
+        await response.write(b'{"name": "')
+        with contextlib.suppress(ConnectionError):  # the client hangs up: what the test wants
+            while True:  # chunked, no length: only counting while reading stops it
+                await response.write(b"x" * 65536)
+        return response
+
+    app = web.Application()
+    app.router.add_get("/.well-known/agent-card.json", endless)
+    runner = web.AppRunner(app)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        sup = Supervisor(
+            [{"name": "huge", "url": f"http://127.0.0.1:{port}"}, worker("A")],
+            checkpoint={"backend": "memory"},
+            a2a={"discovery_timeout": 20, **FAST_RETRY},
+        )
+        seen = await asyncio.wait_for(collect(sup.stream("work on apples")), WAIT)
+    finally:
+        await runner.cleanup()
+    down = [e for e in seen if isinstance(e, events.AgentStatus) and e.agent == "huge"]
+    assert down and down[0].status == "down", down
+    assert "over this client's limit of 16777216 bytes" in (down[0].error or ""), down[0].error

@@ -77,7 +77,7 @@ async def test_adaptive_overlaps_independent_items_and_orders_dependent_ones() -
     assert finished is not None and finished.result is not None
     result = finished.result
     assert result.status == "completed"
-    assert result.item("3").depends_on == ["2"]
+    assert result.item("3").depends_on == ["1", "2"]  # "both": the two steps before
     assert probe.started.index("work on the result of both") > probe.finished.index("work on pears")
     third = next(t for t in probe.texts if t.startswith("work on the result of both"))
     assert "<peer-data" in third and "did: work on pears" in third  # the dependency's result, quoted as data

@@ -1,14 +1,29 @@
-"""``langgraph.json`` and the graph LangGraph Studio serves."""
+"""``langgraph.json``: the graph LangGraph Server, ``langgraph dev`` and Studio serve, run from
+serialisable settings only — in process, as a subgraph of a user's graph, and by a real server."""
 
 from __future__ import annotations
 
-import importlib
+import asyncio
+import contextlib
 import json
+import os
+import shutil
+import socket
+import sys
+from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any, TypedDict
 
+import httpx
 import pytest
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.graph import END, START, StateGraph
+
+from tests.fakes import FakeOpenAI, Reply, ToolCalls, call
 
 ROOT = Path(__file__).resolve().parents[2]
+WORKER = {"name": "W", "module": "tests/supervisor/agents.py:stdio_worker"}
+SERVER_START = 90.0  # seconds `langgraph dev` may take to serve (it imports a lot)
 
 
 def test_langgraph_json_points_at_the_graph() -> None:
@@ -18,21 +33,167 @@ def test_langgraph_json_points_at_the_graph() -> None:
     assert config["dependencies"] == ["."]
 
 
-async def test_the_studio_graph_runs_without_a_supervisor_object(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    config = tmp_path / "studio.yaml"
-    config.write_text("agents:\n  - {name: W, module: 'tests/supervisor/agents.py:stdio_worker'}\n")
-    monkeypatch.setenv("A2A_SUPERVISOR_CONFIG", str(config))
-    from supervisor import graph as graph_module
-    from supervisor import studio
+async def test_the_graph_runs_from_its_configurable_alone() -> None:
+    from supervisor.studio import graph
 
-    studio = importlib.reload(studio)
-    try:
-        state = await studio.graph.ainvoke({"objective": "work on apples"}, {"configurable": {"thread_id": "t1"}})
-    finally:
-        graph_module.set_fallback_context(None)
-        if studio._supervisor is not None:
-            await studio._supervisor.close()
+    config = {"configurable": {"thread_id": "t1", "agents": [WORKER], "supervisor": {"offline": True}}}
+    state = await graph.ainvoke({"objective": "work on apples"}, config)
     assert state["status"] == "completed"
     assert state["items"]["1"]["agent"] == "W" and "work on apples" in state["final"]
+    assert state["run_id"] == "t1"
+
+
+async def test_the_graph_is_a_subgraph_of_a_users_graph() -> None:
+    from supervisor.graph import graph
+
+    class Outer(TypedDict, total=False):
+        objective: str
+        final: str
+        status: str
+        shouted: str
+
+    def shout(state: Outer) -> Outer:
+        return {"shouted": (state.get("final") or "").upper()}
+
+    builder: StateGraph[Any, Any, Any, Any] = StateGraph(Outer)
+    builder.add_node("supervise", graph())
+    builder.add_node("shout", shout)
+    builder.add_edge(START, "supervise")
+    builder.add_edge("supervise", "shout")
+    builder.add_edge("shout", END)
+    app = builder.compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "outer", "agents": [WORKER], "supervisor": {"offline": True}}}
+    state = await app.ainvoke({"objective": "work on pears"}, config)
+    assert state["status"] == "completed"
+    assert "WORK ON PEARS" in state["shouted"]
+
+
+# ---- a real server -------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextlib.asynccontextmanager
+async def langgraph_dev(tmp_path: Path, extra_env: dict[str, str]) -> AsyncIterator[str]:
+    """``langgraph dev`` on a free loopback port, from the repository root; yields its URL."""
+    cli = shutil.which("langgraph", path=str(Path(sys.executable).parent))
+    if cli is None:
+        pytest.skip("langgraph-cli[inmem] is not installed (it is in the test extra)")
+    port = _free_port()
+    config = tmp_path / "studio.yaml"
+    config.write_text("supervisor: {offline: true}\nagents:\n  - " + json.dumps(WORKER) + "\n")
+    env = {**os.environ, **extra_env, "A2A_SUPERVISOR_CONFIG": str(config), "LANGSMITH_TRACING": "false"}
+    log = (tmp_path / "langgraph-dev.log").open("wb")
+    child = await asyncio.create_subprocess_exec(
+        cli, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
+        cwd=ROOT, env=env, stdout=log, stderr=asyncio.subprocess.STDOUT,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        async with httpx.AsyncClient() as client, asyncio.timeout(SERVER_START):
+            while True:
+                assert child.returncode is None, (tmp_path / "langgraph-dev.log").read_text()[-3000:]
+                with contextlib.suppress(httpx.HTTPError):
+                    if (await client.get(f"{url}/ok")).status_code == 200:
+                        break
+                await asyncio.sleep(0.3)
+        yield url
+    finally:
+        if child.returncode is None:
+            child.terminate()
+            try:
+                await asyncio.wait_for(child.wait(), 15)
+            except TimeoutError:
+                child.kill()
+                await child.wait()
+        log.close()
+
+
+@pytest.mark.slow
+async def test_langgraph_dev_serves_the_graph_and_runs_it_through_its_api(tmp_path: Path) -> None:
+    plan = ToolCalls(call("update_todo", items=[{"id": "a", "description": "apples", "agent": "W"}]))
+    accept = ToolCalls(call("reflect", item_id="a", verdict="accept", reason="fine"))
+    async with (
+        FakeOpenAI([plan, accept, Reply("apples are done")]) as fake,
+        langgraph_dev(tmp_path, {"FAKE_MODEL_KEY": fake.api_key}) as url,
+        httpx.AsyncClient(base_url=url, timeout=60) as client,
+    ):
+        # No model: the offline planner, agents from $A2A_SUPERVISOR_CONFIG.
+        offline = await client.post(
+            "/runs/wait", json={"assistant_id": "supervisor", "input": {"objective": "work on apples"}}
+        )
+        # The fake model, agents and settings given with the run (its configurable).
+        model = {"model": fake.model, "base_url": fake.base_url, "api_key_env": "FAKE_MODEL_KEY"}
+        modelled = await client.post(
+            "/runs/wait",
+            json={
+                "assistant_id": "supervisor",
+                "input": {"objective": "handle the apples"},
+                "config": {"configurable": {"agents": [WORKER], "supervisor": {"model": model}}},
+            },
+        )
+        requests = len(fake.requests)
+        # An agent that needs approval: the run stops at an interrupt; the thread resumes with the answer.
+        thread = (await client.post("/threads", json={})).json()["thread_id"]
+        approval = {"configurable": {"agents": [{**WORKER, "approval": True}], "supervisor": {"offline": True}}}
+        paused = await client.post(
+            f"/threads/{thread}/runs/wait",
+            json={"assistant_id": "supervisor", "input": {"objective": "work on plums"}, "config": approval},
+        )
+        resumed = await client.post(
+            f"/threads/{thread}/runs/wait",
+            json={"assistant_id": "supervisor", "command": {"resume": True}, "config": approval},
+        )
+    asked = paused.json()["__interrupt__"][0]["value"]
+    assert asked == {"approve": {"item_id": "1", "agent": "W", "instruction": "work on plums"}}
+    done = resumed.json()
+    assert done["status"] == "completed" and '"text": "work on plums"' in done["final"], done
+    state = offline.json()
+    assert state["status"] == "completed", state
+    assert state["items"]["1"]["agent"] == "W" and '"text": "work on apples"' in state["final"]
+    state = modelled.json()
+    assert state["status"] == "completed", state
+    assert state["final"] == "apples are done"
+    assert requests == 3  # plan, reflect, synthesize: the server's run used the model
+
+
+@pytest.mark.parametrize(("answer", "status"), [(True, "completed"), ("no", "failed")])
+async def test_a_hosted_run_asks_for_approval_with_an_interrupt(answer: Any, status: str) -> None:
+    from langgraph.types import Command
+
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    agent = {**WORKER, "approval": True}
+    config = {"configurable": {"thread_id": f"approve-{status}", "agents": [agent], "supervisor": {"offline": True}}}
+    paused = await app.ainvoke({"objective": "work on apples"}, config)
+    (asked,) = paused["__interrupt__"]
+    assert asked.value == {"approve": {"item_id": "1", "agent": "W", "instruction": "work on apples"}}
+    assert paused["items"]["1"]["status"] == "pending"  # nothing was sent before the answer
+    state = await app.ainvoke(Command(resume=answer), config)
+    assert state["status"] == status
+    if status == "failed":
+        assert state["items"]["1"]["error"] == "vetoed: delegating to W was not approved"
+    else:
+        assert '"text": "work on apples"' in state["final"]
+
+
+async def test_a_hosted_run_left_at_an_interrupt_does_not_stay_in_memory() -> None:
+    from langgraph.types import Command
+
+    from supervisor import hosted
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    settings = {"agents": [{**WORKER, "approval": True}], "supervisor": {"offline": True}}
+    first = {"configurable": {"thread_id": "left", "run_id": "run-1", **settings}}
+    await app.ainvoke({"objective": "work on apples"}, first)
+    assert "run-1" in hosted._runs  # stopped at the interrupt: not released
+    second = {"configurable": {"thread_id": "left", "run_id": "run-2", **settings}}
+    state = await app.ainvoke(Command(resume=True), second)
+    assert state["status"] == "completed"
+    assert "run-1" not in hosted._runs and "run-2" not in hosted._runs
