@@ -230,6 +230,25 @@ def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
     return schemes
 
 
+def _log_access(log_format: str) -> None:
+    """The access log on stderr, at INFO whatever --log-level says (it is asked for by default),
+    through its own batching handler (``AccessLogHandler``: a line costs a fifth of a plain
+    handler's)."""
+    from ..server.access_log import ACCESS_LOGGER, AccessLogHandler
+
+    access = logging.getLogger(ACCESS_LOGGER)
+    access.setLevel(logging.INFO)
+    handler = AccessLogHandler(sys.stderr)
+    if log_format == "json":
+        from ..server.json_logs import JsonFormatter
+
+        handler.setFormatter(JsonFormatter())
+    access.addHandler(handler)
+    access.propagate = False  # written once, by this handler
+    # No log line of this process shows its pid, and reading it is a system call per record.
+    logging.logProcesses = False
+
+
 async def _serve(args: argparse.Namespace) -> int:
     if args.stdio:
         return await _serve_stdio(args)
@@ -252,10 +271,7 @@ async def _serve(args: argparse.Namespace) -> int:
         metrics=args.metrics,
     )
     if config.access_log:
-        from ..server.access_log import ACCESS_LOGGER
-
-        # At INFO whatever --log-level says: the access log is asked for by default.
-        logging.getLogger(ACCESS_LOGGER).setLevel(logging.INFO)
+        _log_access(args.log_format)
     store_url = args.store or default_store_url(agent.name, args.port)
     backend = open_backend(store_url, namespace=_namespace(agent), exclusive=True)
     auth = _auth(args)

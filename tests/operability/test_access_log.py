@@ -150,3 +150,28 @@ def test_a2a_serve_logs_access_by_default(flags: tuple[str, ...]) -> None:
         assert all(json.loads(line) for line in err.splitlines() if line.strip())  # every line is JSON
     else:
         assert len(lines) == 1 and "a2a.access" in lines[0] and " GET /healthz 200 " in lines[0]
+
+
+async def test_the_serve_handler_batches_lines_as_the_default_format_writes_them() -> None:
+    """``a2a serve``'s access handler: the same text as logging's default format, written in
+    one batch ``flush_after`` seconds after the first line (or at ``max_lines``), not per line."""
+    import asyncio
+    import io
+
+    from a2a.server.access_log import AccessLogHandler
+
+    stream = io.StringIO()
+    handler = AccessLogHandler(stream, flush_after=0.05, max_lines=3)
+    record = logging.LogRecord("a2a.access", logging.INFO, __file__, 0, "GET %s %d", ("/healthz", 200), None)
+    handler.handle(record)
+    handler.handle(record)
+    assert stream.getvalue() == ""  # kept: nothing written yet
+    await asyncio.sleep(0.2)
+    expected = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s").format(record) + "\n"
+    assert stream.getvalue() == expected * 2
+    for _ in range(3):
+        handler.handle(record)
+    assert stream.getvalue() == expected * 5  # max_lines reached: written at once
+    handler.handle(record)
+    handler.close()
+    assert stream.getvalue() == expected * 6
