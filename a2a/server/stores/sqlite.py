@@ -1,23 +1,44 @@
 """SQLite task store: the embedded durable default for ``a2a serve``.
 
-One connection, used only from one dedicated thread (SQLite connections are not shared across
-threads), in WAL mode. With ``synchronous=NORMAL`` (the default here) a committed write
+WAL mode, written by one writer thread with *group commit* (``SQLiteWorker``): every write
+queued since the last commit goes into one transaction, and each caller is answered once that
+transaction is committed. With ``synchronous=NORMAL`` (the default here) a committed write
 survives the server process being killed (SIGKILL, crash) but a power loss may lose the last
 transactions; ``durability="full"`` (``synchronous=FULL``) survives power loss too, at the cost
-of an fsync per write. Every ``save`` is one transaction, committed before the handler tells
-anyone about the change, so an accepted task (its id returned to a caller) is on disk.
+of one fsync per batch. ``save`` returns once its batch is committed, and the handler tells
+nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
+Saves of one task in one batch are merged (the last carries the whole state).
+
+**The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
+only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
+primary-key lookup of the committed ones; its row is queued without waiting and committed with
+the next write anybody awaits (the task's first save, or the recorded reply), which the
+handler always awaits before it answers. Without ``exclusive`` several processes may claim, so
+the claim waits for its own commit.
+
+**Retention** (``task_retention``, ``idempotency_retention``, seconds; 0 keeps forever): a
+background sweep deletes tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) longer ago
+than ``task_retention`` and idempotency records older than ``idempotency_retention``, a few
+hundred rows per write so that requests are never stalled behind it. The idempotency retention
+may not exceed the task retention: a record must not outlive its task (a retry would find the
+record, not the task, and run the message again).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import math
 import sqlite3
+import time
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
 from ...errors import A2AError
 from ...protocol.codec import decoder_for, encode
-from ...types import Message, Task
+from ...types import Message, Task, TaskState
 from ..backend import Backend, BackendURL
 from ..push.sqlite import SQLitePushStore
 from ..store import (
@@ -33,6 +54,18 @@ from ..store import (
 from .sqlite_worker import SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
+
+
+log = logging.getLogger("a2a.server.sqlite")
+
+#: Default retention of finished tasks: 7 days (documented in protocol.md).
+DEFAULT_TASK_RETENTION = 7 * 24 * 3600.0
+#: Default retention of idempotency records (a retried messageId finds its outcome): 1 day.
+DEFAULT_IDEMPOTENCY_RETENTION = 24 * 3600.0
+#: Rows deleted per sweep write: small, so the writes queued behind it wait little.
+SWEEP_CHUNK = 500
+
+_TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
 
 
 class StoreInUseError(A2AError):
@@ -54,6 +87,7 @@ CREATE TABLE IF NOT EXISTS tasks (
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
 CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+CREATE INDEX IF NOT EXISTS tasks_ended_by_ts ON tasks (ts) WHERE state IN ({ended});
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL,
     tenant TEXT NOT NULL,
@@ -61,23 +95,66 @@ CREATE TABLE IF NOT EXISTS messages (
     fingerprint TEXT NOT NULL,
     task_id TEXT,
     message BLOB,
+    at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (owner, tenant, message_id)
 );
-"""
+CREATE INDEX IF NOT EXISTS messages_by_at ON messages (at);
+""".format(ended=", ".join(f"'{state}'" for state in _TERMINAL))
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """A file written before ``messages.at`` existed gets the column (its old records count as
+    old: the first sweep removes them)."""
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
+    if columns and "at" not in columns:
+        conn.execute("ALTER TABLE messages ADD COLUMN at REAL NOT NULL DEFAULT 0")
+
+
+_UPSERT_MESSAGE = (
+    "INSERT INTO messages (owner, tenant, message_id, fingerprint, task_id, message, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, tenant, message_id) DO UPDATE SET "
+    "fingerprint=excluded.fingerprint, task_id=excluded.task_id, message=excluded.message"
+)
 
 
 class SQLiteTaskStore(TaskStore):
     def __init__(
-        self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
+        self,
+        path: str | Path,
+        *,
+        durability: Literal["normal", "full"] = "normal",
+        exclusive: bool = False,
+        task_retention: float = DEFAULT_TASK_RETENTION,
+        idempotency_retention: float = DEFAULT_IDEMPOTENCY_RETENTION,
+        sweep_interval: float | None = None,
     ) -> None:
+        if task_retention < 0 or idempotency_retention < 0:
+            raise ValueError("retention must be >= 0 seconds (0 keeps forever)")
+        if task_retention and (not idempotency_retention or idempotency_retention > task_retention):
+            raise ValueError(
+                "idempotency_retention must be at most task_retention: an idempotency record must not "
+                "outlive its task (a retry would run the message again)"
+            )
         self.path = Path(path)
         self._lock_file: Any = None
+        self.exclusive = exclusive
         if exclusive:
             self._lock_exclusively()
         self.durability = durability
-        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite")
+        self.task_retention = task_retention
+        self.idempotency_retention = idempotency_retention
+        shortest = min(r for r in (task_retention, idempotency_retention, 3600.0) if r)
+        #: How often the sweep looks for expired rows: a tenth of the shortest retention, at
+        #: most hourly, at least every second.
+        self.sweep_interval = sweep_interval if sweep_interval is not None else max(1.0, shortest / 10)
+        self._db = SQLiteWorker(
+            self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite", migrate=_migrate
+        )
         self._task_decoder = decoder_for(Task)
         self._message_decoder = decoder_for(Message)
+        #: Claims decided here whose rows are not committed yet (``exclusive`` only).
+        self._pending_claims: dict[tuple[str, str, str], IdempotencyRecord] = {}
+        self._sweeper: asyncio.Task[None] | None = None
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -102,18 +179,24 @@ class SQLiteTaskStore(TaskStore):
         owner, tenant, last_seq, body = row
         return TaskRecord(self._task_decoder.decode(body), owner=owner, tenant=tenant, last_seq=last_seq)
 
+    def _started(self) -> None:
+        """First write on a running loop: start the retention sweep."""
+        if self._sweeper is None and (self.task_retention or self.idempotency_retention):
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="a2a-sqlite-sweep")
+
     # ---- TaskStore ---------------------------------------------------------------------
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def query(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+        def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
             sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE id = ?"
-            row: tuple[Any, ...] | None = conn.execute(sql, (task_id,)).fetchone()
-            return row
+            rows: list[tuple[Any, ...]] = conn.execute(sql, (task_id,)).fetchall()
+            return rows
 
-        row = await self._db.run(query)
-        return None if row is None else self._record(row)
+        rows = self._db.read_now(query)
+        return self._record(rows[0]) if rows else None
 
     async def save(self, record: TaskRecord) -> None:
+        self._started()
         task = record.task
         values = (
             task.id,
@@ -135,7 +218,8 @@ class SQLiteTaskStore(TaskStore):
                 values,
             )
 
-        await self._db.run(write)
+        # Saves of one task in one batch: the last one (the whole task as it is now) is written.
+        await self._db.write(write, key=("task", task.id))
 
     async def list(self, query: TaskQuery) -> TaskPage:
         where = ["owner = ?", "tenant = ?"]
@@ -165,7 +249,7 @@ class SQLiteTaskStore(TaskStore):
             total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]
             return rows, int(total)
 
-        rows, total = await self._db.run(run)
+        rows, total = await self._db.read(run)
         records = [self._record(row) for row in rows[: query.page_size]]
         more = len(rows) > query.page_size
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
@@ -178,60 +262,167 @@ class SQLiteTaskStore(TaskStore):
             rows: list[tuple[Any, ...]] = conn.execute(sql, states).fetchall()
             return rows
 
-        return [self._record(row) for row in await self._db.run(query)]
+        return [self._record(row) for row in await self._db.read(query)]
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        def claim(conn: sqlite3.Connection) -> bool:
+        self._started()
+        if not self.exclusive:
+            return await self._claim_and_wait(key, record)
+        existing = self._pending_claims.get(key) or self._committed_message(key)
+        if existing is not None:
+            return existing
+        # Ours: queued, not awaited. It commits with (or before) the next write anybody awaits,
+        # and the handler awaits one (the task's save, or the recorded reply) before it answers.
+        self._write_message(key, record, wait=False)
+        return None
+
+    async def _claim_and_wait(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
+        values = (*key, record.fingerprint, record.task_id, time.time())
+
+        def claim(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*key, record.fingerprint, record.task_id),
+                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                values,
             )
-            return cursor.rowcount == 1
-
-        if await self._db.run(claim):
-            return None
-        return await self.get_message(key)
-
-    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
-        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            if cursor.rowcount == 1:
+                return None
             row: tuple[Any, ...] | None = conn.execute(
                 "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
                 key,
             ).fetchone()
             return row
 
-        row = await self._db.run(read)
-        if row is None:
-            return None
+        row = await self._db.write(claim)
+        return None if row is None else self._idempotency(row)
+
+    def _idempotency(self, row: tuple[Any, ...]) -> IdempotencyRecord:
         fingerprint, task_id, message = row
         return IdempotencyRecord(
             fingerprint, task_id, None if message is None else self._message_decoder.decode(message)
         )
 
-    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+    def _committed_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = conn.execute(
+                "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
+                key,
+            ).fetchall()
+            return rows
+
+        rows = self._db.read_now(read)
+        return self._idempotency(rows[0]) if rows else None
+
+    def _write_message(self, key: tuple[str, str, str], record: IdempotencyRecord, *, wait: bool) -> Any:
         message = None if record.message is None else encode(record.message)
-        values = (record.fingerprint, record.task_id, message, *key)
+        values = (*key, record.fingerprint, record.task_id, message, time.time())
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE messages SET fingerprint = ?, task_id = ?, message = ? "
-                "WHERE owner = ? AND tenant = ? AND message_id = ?",
-                values,
-            )
+            conn.execute(_UPSERT_MESSAGE, values)
 
-        await self._db.run(write)
+        if not self.exclusive:
+            return self._db.write(write, key=("message", key))
+        # Seen by later claims until it is committed (then the lookup finds it on disk).
+        pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        future = self._db.defer(write, key=("message", key))
+
+        def committed(done: asyncio.Future[Any]) -> None:
+            if self._pending_claims.get(key) is pending:
+                del self._pending_claims[key]
+            if not done.cancelled():
+                done.exception()  # reported by the worker's log when nobody waits
+
+        future.add_done_callback(committed)
+        return future if wait else None
+
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        pending = self._pending_claims.get(key)
+        if pending is not None:
+            return IdempotencyRecord(pending.fingerprint, pending.task_id, pending.message)
+        return self._committed_message(key)
+
+    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+        self._started()
+        # One row per messageId: a claim still queued and this update merge into one write.
+        await self._write_message(key, record, wait=True)
+
+    # ---- retention ------------------------------------------------------------------------
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a sweep that failed is tried again at the next interval
+                log.warning("retention sweep of %s failed; trying again in %.0f s", self.path, self.sweep_interval)
+
+    async def sweep(self, now: float | None = None) -> int:
+        """Delete what is past its retention, a chunk per write; returns the rows deleted."""
+        now = time.time() if now is None else now
+        deleted = 0
+        if self.idempotency_retention:
+            cutoff = now - self.idempotency_retention
+
+            def messages(conn: sqlite3.Connection) -> int:
+                return int(
+                    conn.execute(
+                        "DELETE FROM messages WHERE rowid IN (SELECT rowid FROM messages WHERE at < ? LIMIT ?)",
+                        (cutoff, SWEEP_CHUNK),
+                    ).rowcount
+                )
+
+            while (n := await self._db.write(messages)) > 0:
+                deleted += n
+                if n < SWEEP_CHUNK:
+                    break
+        if self.task_retention:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - self.task_retention))
+            marks = ",".join("?" * len(_TERMINAL))
+
+            def tasks(conn: sqlite3.Connection) -> int:
+                return int(
+                    conn.execute(
+                        f"DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE state IN ({marks}) "  # fixed
+                        "AND ts < ? LIMIT ?)",
+                        (*_TERMINAL, stamp, SWEEP_CHUNK),
+                    ).rowcount
+                )
+
+            while (n := await self._db.write(tasks)) > 0:
+                deleted += n
+                if n < SWEEP_CHUNK:
+                    break
+        return deleted
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
         await self._db.close()
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
 
 
+def _seconds(url: BackendURL, name: str, default: float) -> float:
+    raw = url.option(name, "")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise url.error(f"{name} must be a number of seconds >= 0 (0 keeps forever), got {raw!r}")
+    return value
+
+
 def open_sqlite_backend(url: BackendURL) -> Backend:
     """``sqlite:///relative/tasks.db`` or ``sqlite:////absolute/tasks.db`` (SQLAlchemy's
-    convention: exactly one slash is dropped), ``?durability=full``: tasks and push configs in
+    convention: exactly one slash is dropped), ``?durability=full``, ``?task_retention=SECONDS``,
+    ``?idempotency_retention=SECONDS`` (0 keeps forever; see the module docstring): tasks and push configs in
     that file (own tables, own connections); events in memory (one process serves the file)."""
     if url.netloc or len(url.path) < 2:
         raise url.error("write sqlite:///relative/path.db or sqlite:////absolute/path.db")
@@ -239,5 +430,16 @@ def open_sqlite_backend(url: BackendURL) -> Backend:
     if durability not in ("normal", "full"):
         raise url.error(f"durability must be normal or full, got {durability!r}")
     level: Literal["normal", "full"] = "full" if durability == "full" else "normal"
-    tasks = SQLiteTaskStore(url.path[1:], durability=level, exclusive=url.exclusive)
+    task_retention = _seconds(url, "task_retention", DEFAULT_TASK_RETENTION)
+    idempotency_retention = _seconds(url, "idempotency_retention", DEFAULT_IDEMPOTENCY_RETENTION)
+    try:
+        tasks = SQLiteTaskStore(
+            url.path[1:],
+            durability=level,
+            exclusive=url.exclusive,
+            task_retention=task_retention,
+            idempotency_retention=idempotency_retention,
+        )
+    except ValueError as exc:
+        raise url.error(str(exc)) from None
     return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level))

@@ -1,53 +1,313 @@
-"""One SQLite connection, used only from its own thread (SQLite connections are not shared
-across threads), in WAL mode; coroutines hand it work with ``run``."""
+"""SQLite connections for one store file, each used by one thread, in WAL mode.
+
+- **Writes: group commit.** One writer thread owns the write connection. Coroutines queue
+  writes with ``write``; the writer drains everything queued since its last commit into *one*
+  transaction, commits it (with ``durability="full"``: one fsync for the whole batch), and only
+  then answers each caller. A caller is thus never told anything before its write is durable,
+  and a busy server pays one commit (one fsync) per batch instead of one per write. Writes with
+  the same ``key`` in one batch are merged: only the last runs (each carries the whole new
+  state, e.g. a task save), and all their callers are answered by its commit.
+- Writes queued during one iteration of the event loop reach the writer together (one wake-up
+  of its thread, not one per write); the writer answers a batch with one wake-up of the loop.
+- ``defer`` queues a write nobody waits for: it is committed with (or before) the next write
+  that anybody awaits, since the queue is committed in order. For a row whose commit only
+  matters together with a later one (the idempotency claim, before the task's first save).
+- ``call`` runs a function alone on the writer's connection, outside any batch (it manages its
+  own transaction).
+- **Reads** see only committed data: ``read`` runs on a reader thread with its own connection
+  (queries that may scan), ``read_now`` runs on the calling (event loop) thread with a third
+  connection, for point lookups by primary key that cost less than a thread hop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 __all__ = ["SQLiteWorker"]
 
 T = TypeVar("T")
 
+log = logging.getLogger("a2a.server.sqlite")
+
+#: Environment hook for the durability tests only: seconds the writer sleeps after running a
+#: batch and before committing it (so that a test can kill the server in between).
+COMMIT_DELAY_ENV = "A2A_TEST_SQLITE_COMMIT_DELAY"
+
+
+@dataclass(slots=True)
+class _Op:
+    fn: Callable[[sqlite3.Connection], Any]
+    key: Hashable | None
+    future: asyncio.Future[Any] | None
+    loop: asyncio.AbstractEventLoop | None
+    #: Run alone, outside a batch transaction (``call``).
+    alone: bool = False
+    #: Nobody need wait for it (``defer``): a failure is logged.
+    deferred: bool = False
+    result: Any = None
+    error: BaseException | None = None
+    #: Merged into a later op with the same key: answered by that op's commit.
+    merged: bool = False
+
+
+@dataclass(slots=True)
+class _Outbox:
+    """Writes queued on one event loop during the current iteration."""
+
+    ops: list[_Op] = field(default_factory=list)
+
+
+_STOP = object()
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _open(path: Path, durability: str, schema: str | None, migrate: Migration | None = None) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    conn.execute("PRAGMA busy_timeout=5000")
+    if migrate is not None:
+        migrate(conn)
+    if schema is not None:
+        conn.executescript(schema)
+    return conn
+
 
 class SQLiteWorker:
-    def __init__(self, path: Path, *, durability: Literal["normal", "full"], schema: str, thread_name: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durability: Literal["normal", "full"],
+        schema: str,
+        thread_name: str,
+        migrate: Migration | None = None,
+    ) -> None:
         self.path = path
+        self._migrate = migrate
         self.durability = durability
         self._schema = schema
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
-        self._conn: sqlite3.Connection | None = None
-        self._open_lock = threading.Lock()
+        self._thread_name = thread_name
+        self._queue: queue.SimpleQueue[list[_Op] | object] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._ready = threading.Event()
+        self._open_error: BaseException | None = None
+        self._outboxes: dict[asyncio.AbstractEventLoop, _Outbox] = {}
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{thread_name}-read")
+        self._read_conn: sqlite3.Connection | None = None
+        self._now_conn: sqlite3.Connection | None = None
+        self._commit_delay = float(os.environ.get(COMMIT_DELAY_ENV, "0") or 0)
 
-    def _connection(self) -> sqlite3.Connection:
-        """Opened on first use, in the worker thread."""
-        if self._conn is None:
-            with self._open_lock:
-                if self._conn is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}")
-                    conn.execute("PRAGMA busy_timeout=5000")
-                    conn.executescript(self._schema)
-                    self._conn = conn
-        return self._conn
+    # ---- writes -------------------------------------------------------------------------
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _start(self) -> None:
+        """The writer thread opens the file (creating the schema) on first use."""
+        if self._writer is None:
+            with self._start_lock:
+                if self._writer is None:
+                    thread = threading.Thread(target=self._write_loop, name=self._thread_name, daemon=True)
+                    thread.start()
+                    self._writer = thread
+                    self._ready.wait()
+        if self._open_error is not None:
+            raise self._open_error
+
+    def _enqueue(self, op: _Op) -> None:
+        self._start()
+        loop = op.loop
+        if loop is None:
+            self._queue.put([op])
+            return
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            outbox = self._outboxes[loop] = _Outbox()
+            # Everything queued in this iteration of the loop goes to the writer at once.
+            loop.call_soon(self._flush, loop)
+        outbox.ops.append(op)
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        outbox = self._outboxes.pop(loop, None)
+        if outbox is not None and outbox.ops:
+            self._queue.put(outbox.ops)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T], *, key: Hashable | None = None) -> T:
+        """Run ``fn`` in the next batch; returns its result once the batch is committed."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+        future: asyncio.Future[T] = loop.create_future()
+        self._enqueue(_Op(fn, key, future, loop))
+        return await future
 
-    async def close(self) -> None:
-        def shut(conn: sqlite3.Connection) -> None:
+    def defer(self, fn: Callable[[sqlite3.Connection], object], *, key: Hashable | None = None) -> asyncio.Future[Any]:
+        """Queue ``fn`` for the next batch without waiting for it (see the module docstring).
+
+        The returned future is done once the batch is committed; a failure is logged here,
+        since nobody may be waiting for it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._enqueue(_Op(fn, key, future, loop, deferred=True))
+        return future
+
+    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` alone on the write connection (it commits what it does itself)."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
+        self._enqueue(_Op(fn, None, future, loop, alone=True))
+        return await future
+
+    # Kept for the push store: every call there manages its own transaction.
+    run = call
+
+    def _write_loop(self) -> None:
+        try:
+            conn = _open(self.path, self.durability, self._schema, self._migrate)
+        except BaseException as exc:  # noqa: BLE001 - reported to every caller of _start
+            self._open_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                item = self._queue.get()
+                batch: list[_Op] = []
+                stop = False
+                while True:
+                    if item is _STOP:
+                        stop = True
+                    else:
+                        assert isinstance(item, list)
+                        batch.extend(item)
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                self._run_batch(conn, batch)
+                if stop:
+                    return
+        finally:
             conn.close()
 
-        if self._conn is not None:
-            await self.run(shut)
-            self._conn = None
-        self._executor.shutdown(wait=True)
+    def _run_batch(self, conn: sqlite3.Connection, batch: list[_Op]) -> None:
+        group: list[_Op] = []
+        for op in batch:
+            if op.alone:
+                self._commit_group(conn, group)
+                group = []
+                try:
+                    op.result = op.fn(conn)
+                except BaseException as exc:  # noqa: BLE001 - handed to its caller
+                    op.error = exc
+            else:
+                group.append(op)
+        self._commit_group(conn, group)
+        self._answer(batch)
+
+    def _commit_group(self, conn: sqlite3.Connection, group: list[_Op]) -> None:
+        if not group:
+            return
+        last: dict[Hashable, _Op] = {}
+        for op in group:
+            if op.key is not None:
+                last[op.key] = op
+        live = []
+        for op in group:
+            if op.key is not None and last[op.key] is not op:
+                op.merged = True
+            else:
+                live.append(op)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for op in live:
+                op.result = op.fn(conn)
+            if self._commit_delay:
+                time.sleep(self._commit_delay)
+            conn.execute("COMMIT")
+        except BaseException as exc:  # noqa: BLE001 - handed to the callers
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if len(live) == 1:
+                live[0].error = exc
+            else:
+                # One write failed (or the commit did): each runs again in its own
+                # transaction, so that one bad write does not fail the others.
+                for op in live:
+                    self._commit_group(conn, [op])
+        for op in group:
+            if op.merged:
+                carrier = last[op.key]
+                op.error = carrier.error
+        for op in live:
+            if op.error is not None and op.deferred:
+                log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
+
+    def _answer(self, batch: list[_Op]) -> None:
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Op]] = {}
+        for op in batch:
+            if op.future is not None and op.loop is not None:
+                by_loop.setdefault(op.loop, []).append(op)
+        for loop, ops in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, ops)
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def _reader_conn(self) -> sqlite3.Connection:
+        if self._read_conn is None:
+            self._start()  # the schema exists before anyone reads
+            self._read_conn = _open(self.path, self.durability, None)
+        return self._read_conn
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the reader thread (committed data only)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reader, lambda: fn(self._reader_conn()))
+
+    def read_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` here, at once (committed data only): for point lookups by primary key."""
+        if self._now_conn is None:
+            self._start()
+            self._now_conn = _open(self.path, self.durability, None)
+        return fn(self._now_conn)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for outbox_loop in list(self._outboxes):
+            self._flush(outbox_loop)
+        if self._writer is not None:
+            self._queue.put(_STOP)
+            await loop.run_in_executor(None, self._writer.join)
+            self._writer = None
+        if self._read_conn is not None:
+            conn = self._read_conn
+            await loop.run_in_executor(self._reader, conn.close)
+            self._read_conn = None
+        self._reader.shutdown(wait=True)
+        if self._now_conn is not None:
+            self._now_conn.close()
+            self._now_conn = None
+
+
+def _resolve(ops: list[_Op]) -> None:
+    for op in ops:
+        future = op.future
+        if future is None or future.done():  # a caller that was cancelled meanwhile
+            continue
+        if op.error is not None:
+            future.set_exception(op.error)
+        else:
+            future.set_result(op.result)
