@@ -6,6 +6,14 @@ Like ``SQLiteTaskStore``: one connection, used only from one dedicated thread, W
 ``push_deliveries``, ``push_leases``) are this store's own, so it may share the task store's
 file: each store has its own connection, and SQLite serialises their writes
 (``busy_timeout`` 5 s).
+
+**No store write, no thread hop, per event of a task without a webhook** (most tasks):
+``enqueue`` first asks which tasks have a live config. With ``exclusive=True`` (what ``a2a
+serve`` opens: no other process writes this file) that is an in-memory set of task ids, loaded
+from the file on first use (so it holds across restarts) and kept by this store's own config
+writes. Otherwise (several processes may register configs in the file) it is a primary-key
+lookup of committed configs, made on the calling thread: it sees every config any process has
+committed, and costs less than a thread hop.
 """
 
 from __future__ import annotations
@@ -68,8 +76,13 @@ def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection],
 
 
 class SQLitePushStore(PushStore):
-    def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
+    def __init__(
+        self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
+    ) -> None:
         self.path = Path(path)
+        self.exclusive = exclusive
+        #: Tasks with at least one config that is not failed (``exclusive`` only; loaded lazily).
+        self._live: set[str] | None = None
         self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite-push")
         self._config_decoder = decoder_for(TaskPushNotificationConfig)
 
@@ -83,6 +96,37 @@ class SQLitePushStore(PushStore):
         return PushConfigRecord(
             self._config_decoder.decode(body), owner=owner, tenant=tenant, failures=failures, failed=bool(failed)
         )
+
+    def _may_have_configs(self, task_id: str) -> bool:
+        """Whether ``task_id`` may have a live config (``False`` is certain)."""
+        if self.exclusive:
+            if self._live is None:
+
+                def load(conn: sqlite3.Connection) -> set[str]:
+                    sql = "SELECT DISTINCT task_id FROM push_configs WHERE failed = 0"
+                    return {row[0] for row in conn.execute(sql)}
+
+                self._live = self._db.read_now(load)
+            return task_id in self._live
+
+        def probe(conn: sqlite3.Connection) -> bool:
+            sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
+            return bool(conn.execute(sql, (task_id,)).fetchall())
+
+        return self._db.read_now(probe)
+
+    def _index(self, task_id: str, live: bool) -> None:
+        """Keep the in-memory index in step with a config write this store committed."""
+        if self._live is None:
+            return  # loaded from the file (with this write) on first use
+        if live:
+            self._live.add(task_id)
+        else:
+            self._live.discard(task_id)
+
+    def _live_configs(self, conn: sqlite3.Connection, task_id: str) -> bool:
+        sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
+        return conn.execute(sql, (task_id,)).fetchone() is not None
 
     # ---- configs ----------------------------------------------------------------------
 
@@ -103,7 +147,10 @@ class SQLitePushStore(PushStore):
             )
             return True
 
-        return await self._transaction(write)
+        stored = await self._transaction(write)
+        if stored:
+            self._index(record.task_id, True)
+        return stored
 
     async def get_config(self, task_id: str, config_id: str) -> PushConfigRecord | None:
         def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
@@ -128,12 +175,14 @@ class SQLitePushStore(PushStore):
     async def delete_config(self, task_id: str, config_id: str) -> bool:
         key = (task_id, config_id)
 
-        def delete(conn: sqlite3.Connection) -> bool:
+        def delete(conn: sqlite3.Connection) -> tuple[bool, bool]:
             gone = conn.execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?", key).rowcount
             conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key)
-            return gone > 0
+            return gone > 0, self._live_configs(conn, task_id)
 
-        return await self._transaction(delete)
+        deleted, live = await self._transaction(delete)
+        self._index(task_id, live)
+        return deleted
 
     # ---- deliveries ---------------------------------------------------------------------
 
@@ -166,14 +215,10 @@ class SQLitePushStore(PushStore):
                 queued.append(Enqueued(config_id, dropped))
             return queued
 
-        def write(conn: sqlite3.Connection) -> list[Enqueued]:
-            # Most tasks have no webhook: find that out without taking the write lock.
-            sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
-            if conn.execute(sql, (task_id,)).fetchone() is None:
-                return []
-            return _in_transaction(conn, queue_all)
-
-        return await self._db.run(write)
+        # Most tasks have no webhook: they cost no write and no thread hop per event.
+        if not self._may_have_configs(task_id):
+            return []
+        return await self._transaction(queue_all)
 
     async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
         key = (task_id, config_id)
@@ -227,11 +272,14 @@ class SQLitePushStore(PushStore):
     async def fail_config(self, task_id: str, config_id: str) -> int:
         key = (task_id, config_id)
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: sqlite3.Connection) -> tuple[int, bool]:
             conn.execute("UPDATE push_configs SET failed = 1 WHERE task_id = ? AND config_id = ?", key)
-            return int(conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key).rowcount)
+            dropped = conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key).rowcount
+            return int(dropped), self._live_configs(conn, task_id)
 
-        return await self._transaction(write)
+        dropped, live = await self._transaction(write)
+        self._index(task_id, live)
+        return dropped
 
     async def pending(self) -> list[QueueKey]:
         def read(conn: sqlite3.Connection) -> list[QueueKey]:

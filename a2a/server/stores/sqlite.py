@@ -382,13 +382,20 @@ class SQLiteTaskStore(TaskStore):
             marks = ",".join("?" * len(_TERMINAL))
 
             def tasks(conn: sqlite3.Connection) -> int:
-                return int(
-                    conn.execute(
-                        f"DELETE FROM tasks WHERE id IN (SELECT id FROM tasks WHERE state IN ({marks}) "  # fixed
-                        "AND ts < ? LIMIT ?)",
+                ids = [
+                    (row[0],)
+                    for row in conn.execute(
+                        f"SELECT id FROM tasks WHERE state IN ({marks}) AND ts < ? LIMIT ?",  # fixed fragments only
                         (*_TERMINAL, stamp, SWEEP_CHUNK),
-                    ).rowcount
-                )
+                    )
+                ]
+                conn.executemany("DELETE FROM tasks WHERE id = ?", ids)
+                # The push store's rows of these tasks, when it shares this file.
+                tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                for table in ("push_configs", "push_deliveries", "push_leases"):
+                    if table in tables:
+                        conn.executemany(f"DELETE FROM {table} WHERE task_id = ?", ids)  # fixed names only
+                return len(ids)
 
             while (n := await self._db.write(tasks)) > 0:
                 deleted += n
@@ -442,4 +449,4 @@ def open_sqlite_backend(url: BackendURL) -> Backend:
         )
     except ValueError as exc:
         raise url.error(str(exc)) from None
-    return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level))
+    return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level, exclusive=url.exclusive))
