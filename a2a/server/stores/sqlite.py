@@ -66,6 +66,8 @@ DEFAULT_IDEMPOTENCY_RETENTION = 24 * 3600.0
 SWEEP_CHUNK = 500
 
 _TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
+#: Written out (not bound): SQLite uses a partial index only for the very same condition.
+_ACTIVE_SQL = ", ".join(sorted(f"'{s.value}'" for s in ACTIVE_STATES))
 
 
 class StoreInUseError(A2AError):
@@ -86,7 +88,7 @@ CREATE TABLE IF NOT EXISTS tasks (
     body BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state) WHERE state IN ({active});
 CREATE INDEX IF NOT EXISTS tasks_ended_by_ts ON tasks (ts) WHERE state IN ({ended});
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL,
@@ -98,8 +100,7 @@ CREATE TABLE IF NOT EXISTS messages (
     at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (owner, tenant, message_id)
 );
-CREATE INDEX IF NOT EXISTS messages_by_at ON messages (at);
-""".format(ended=", ".join(f"'{state}'" for state in _TERMINAL))
+""".format(ended=", ".join(f"'{state}'" for state in _TERMINAL), active=_ACTIVE_SQL)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -108,6 +109,8 @@ def _migrate(conn: sqlite3.Connection) -> None:
     columns = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
     if columns and "at" not in columns:
         conn.execute("ALTER TABLE messages ADD COLUMN at REAL NOT NULL DEFAULT 0")
+    # Replaced by the partial index ``tasks_active`` (kept up only while a task runs).
+    conn.execute("DROP INDEX IF EXISTS tasks_by_state")
 
 
 _UPSERT_MESSAGE = (
@@ -255,11 +258,9 @@ class SQLiteTaskStore(TaskStore):
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
     async def unfinished(self) -> Sequence[TaskRecord]:
-        states = tuple(state.value for state in ACTIVE_STATES)
-
         def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE state IN (?, ?)"
-            rows: list[tuple[Any, ...]] = conn.execute(sql, states).fetchall()
+            sql = f"SELECT owner, tenant, last_seq, body FROM tasks WHERE state IN ({_ACTIVE_SQL})"  # constants
+            rows: list[tuple[Any, ...]] = conn.execute(sql).fetchall()
             return rows
 
         return [self._record(row) for row in await self._db.read(query)]
@@ -366,12 +367,18 @@ class SQLiteTaskStore(TaskStore):
             cutoff = now - self.idempotency_retention
 
             def messages(conn: sqlite3.Connection) -> int:
-                return int(
-                    conn.execute(
-                        "DELETE FROM messages WHERE rowid IN (SELECT rowid FROM messages WHERE at < ? LIMIT ?)",
-                        (cutoff, SWEEP_CHUNK),
-                    ).rowcount
-                )
+                # Rows are claimed in time order, so rowid order is ``at`` order: the oldest
+                # come first, and the sweep stops at the first one still kept (no index on
+                # ``at`` to keep up per request).
+                sql = "SELECT rowid, at FROM messages ORDER BY rowid LIMIT ?"
+                rows = conn.execute(sql, (SWEEP_CHUNK,)).fetchall()
+                expired = []
+                for rowid, at in rows:
+                    if at >= cutoff:
+                        break
+                    expired.append((rowid,))
+                conn.executemany("DELETE FROM messages WHERE rowid = ?", expired)
+                return len(expired)
 
             while (n := await self._db.write(messages)) > 0:
                 deleted += n
