@@ -33,12 +33,15 @@ import math
 import sqlite3
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
+
 from ...errors import A2AError
 from ...protocol.codec import decoder_for, encode
-from ...types import Message, Task, TaskState
+from ...types import Message, Part, Task, TaskState
 from ..backend import Backend, BackendURL
 from ..push.sqlite import SQLitePushStore
 from ..store import (
@@ -90,6 +93,13 @@ CREATE TABLE IF NOT EXISTS tasks (
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
 CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state) WHERE state IN ({active});
 CREATE INDEX IF NOT EXISTS tasks_ended_by_ts ON tasks (ts) WHERE state IN ({ended});
+CREATE TABLE IF NOT EXISTS task_parts (
+    seq INTEGER PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    artifact_id TEXT,
+    parts BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_parts_by_task ON task_parts (task_id, seq);
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL,
     tenant TEXT NOT NULL,
@@ -118,6 +128,31 @@ _UPSERT_MESSAGE = (
     "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, tenant, message_id) DO UPDATE SET "
     "fingerprint=excluded.fingerprint, task_id=excluded.task_id, message=excluded.message"
 )
+
+
+@dataclass(slots=True)
+class _Shape:
+    """A task's lists as last saved: per list (``None``: the history; else an artifact id) its
+    last item saved and how many items are on disk; and how many appended rows the task has."""
+
+    lists: dict[str | None, tuple[Any, int]]
+    rows: int
+
+
+#: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
+_PartRows = dict[str, list[tuple[str | None, bytes]]]
+
+
+def _parts_of(conn: sqlite3.Connection, task_ids: Sequence[str]) -> _PartRows:
+    """The appended part rows of these tasks, in order, by task id."""
+    found: _PartRows = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT task_id, artifact_id, parts FROM task_parts WHERE task_id IN ({marks}) ORDER BY seq"  # marks
+        for task_id, artifact_id, blob in conn.execute(sql, chunk):
+            found.setdefault(task_id, []).append((artifact_id, blob))
+    return found
 
 
 class SQLiteTaskStore(TaskStore):
@@ -158,6 +193,10 @@ class SQLiteTaskStore(TaskStore):
         #: Claims decided here whose rows are not committed yet (``exclusive`` only).
         self._pending_claims: dict[tuple[str, str, str], IdempotencyRecord] = {}
         self._sweeper: asyncio.Task[None] | None = None
+        self._parts_decoder = decoder_for(list[Part])
+        self._history_decoder = decoder_for(list[Message])
+        #: Per task saved here and not ended: what its part rows hold (see ``_split``).
+        self._shapes: dict[str, _Shape] = {}
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -178,9 +217,21 @@ class SQLiteTaskStore(TaskStore):
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _record(self, row: tuple[Any, ...]) -> TaskRecord:
-        owner, tenant, last_seq, body = row
-        return TaskRecord(self._task_decoder.decode(body), owner=owner, tenant=tenant, last_seq=last_seq)
+    def _record(self, row: tuple[Any, ...], parts: Sequence[tuple[str | None, bytes]] = ()) -> TaskRecord:
+        """A task from its row and its appended rows (``task_parts``, in order)."""
+        _task_id, owner, tenant, last_seq, body = row
+        task = self._task_decoder.decode(body)
+        if parts:
+            by_id = {artifact.artifact_id: artifact for artifact in task.artifacts or []}
+            for artifact_id, blob in parts:
+                if artifact_id is None:
+                    task.history = [*(task.history or []), *self._history_decoder.decode(blob)]
+                elif (artifact := by_id.get(artifact_id)) is not None:
+                    artifact.parts.extend(self._parts_decoder.decode(blob))
+        return TaskRecord(task, owner=owner, tenant=tenant, last_seq=last_seq)
+
+    def _records(self, rows: Sequence[tuple[Any, ...]], parts: _PartRows) -> list[TaskRecord]:
+        return [self._record(row, parts.get(row[0], ())) for row in rows]
 
     def _started(self) -> None:
         """First write on a running loop: start the retention sweep."""
@@ -190,17 +241,18 @@ class SQLiteTaskStore(TaskStore):
     # ---- TaskStore ---------------------------------------------------------------------
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE id = ?"
+        def query(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows]:
+            sql = "SELECT id, owner, tenant, last_seq, body FROM tasks WHERE id = ?"
             rows: list[tuple[Any, ...]] = conn.execute(sql, (task_id,)).fetchall()
-            return rows
+            return rows, _parts_of(conn, [task_id] if rows else [])
 
-        rows = self._db.read_now(query)
-        return self._record(rows[0]) if rows else None
+        rows, parts = self._db.read_now(query)
+        return self._records(rows, parts)[0] if rows else None
 
     async def save(self, record: TaskRecord) -> None:
         self._started()
         task = record.task
+        skeleton, parts, replace_parts = self._split(task)
         values = (
             task.id,
             record.owner,
@@ -209,10 +261,10 @@ class SQLiteTaskStore(TaskStore):
             task.status.state.value,
             task.status.timestamp or "",
             record.last_seq,
-            encode(task),  # encoded here, on the loop, so later changes to ``task`` cannot race it
+            encode(skeleton),  # encoded here, on the loop, so later changes to ``task`` cannot race it
         )
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write_task(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
@@ -221,8 +273,67 @@ class SQLiteTaskStore(TaskStore):
                 values,
             )
 
-        # Saves of one task in one batch: the last one (the whole task as it is now) is written.
-        await self._db.write(write, key=("task", task.id))
+        def write_all(conn: sqlite3.Connection) -> None:
+            if replace_parts:
+                conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task.id,))
+            conn.executemany(
+                "INSERT INTO task_parts (task_id, artifact_id, parts) VALUES (?, ?, ?)",
+                [(task.id, artifact_id, blob) for artifact_id, blob in parts],
+            )
+            write_task(conn)
+
+        try:
+            if parts or replace_parts:
+                # Appended parts are rows of their own, in order: this write is never merged away.
+                await self._db.write(write_all)
+            else:
+                # Saves of one task in one batch: the last one (the task as it is now) is written.
+                await self._db.write(write_task, key=("task", task.id))
+        except BaseException:
+            self._shapes.pop(task.id, None)  # what is on disk is unknown: the next save rewrites it
+            raise
+
+    def _split(self, task: Task) -> tuple[Task, list[tuple[str | None, bytes]], bool]:
+        """The task's row (the task without its history and its artifacts' parts), the rows to
+        append (``None`` for history messages or an artifact id for its parts, with the encoded
+        list) and whether they replace every appended row of the task.
+
+        Only what was added since this store's last save of the task is encoded and written,
+        when each list (the history, an artifact's parts) still holds, at the position last
+        saved, the very object saved last (the handler only appends to them): the cost of a save
+        does not grow with the task. Otherwise (the first save here, an artifact replaced or
+        removed) everything is written again, one row per list; so is a task that ends, once,
+        so that reading a finished task joins one row per list."""
+        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
+        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
+        shape = self._shapes.get(task.id)
+        ended = task.status.state.is_terminal
+        appended: list[tuple[str | None, bytes]] = []
+        full = shape is None or len(shape.lists) > len(lists)  # first save here, or one removed
+        if shape is not None and not full:
+            for key, items in lists:
+                last, count = shape.lists.get(key, (None, 0))
+                if count > len(items) or (count and items[count - 1] is not last):
+                    full = True  # replaced, or shrunk
+                    break
+                if len(items) > count:
+                    appended.append((key, encode(items[count:])))
+            # A task that ends is compacted once: one row per list for every later read.
+            full = full or (ended and shape.rows + len(appended) > sum(1 for _, items in lists if items))
+        if full:
+            appended = [(key, encode(items)) for key, items in lists if items]
+        rows = len(appended) if full or shape is None else shape.rows + len(appended)
+        if ended:
+            self._shapes.pop(task.id, None)
+        else:
+            marks = {key: (items[-1] if items else None, len(items)) for key, items in lists}
+            self._shapes[task.id] = _Shape(marks, rows)
+        skeleton = msgspec.structs.replace(
+            task,
+            history=[] if task.history is not None else None,
+            artifacts=[msgspec.structs.replace(a, parts=[]) for a in task.artifacts] if task.artifacts else None,
+        )
+        return skeleton, appended, full
 
     async def list(self, query: TaskQuery) -> TaskPage:
         where = ["owner = ?", "tenant = ?"]
@@ -243,27 +354,29 @@ class SQLiteTaskStore(TaskStore):
             page_where += " AND (ts, id) < (?, ?)"
             page_args += [stamp, task_id]
 
-        def run(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], int]:
+        def run(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows, int]:
             rows = conn.execute(
-                f"SELECT owner, tenant, last_seq, body FROM tasks WHERE {page_where} "  # fixed fragments only
+                f"SELECT id, owner, tenant, last_seq, body FROM tasks WHERE {page_where} "  # fixed fragments only
                 "ORDER BY ts DESC, id DESC LIMIT ?",
                 (*page_args, query.page_size + 1),
             ).fetchall()
+            rows = rows[: query.page_size + 1]
             total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]
-            return rows, int(total)
+            return rows, _parts_of(conn, [row[0] for row in rows[: query.page_size]]), int(total)
 
-        rows, total = await self._db.read(run)
-        records = [self._record(row) for row in rows[: query.page_size]]
+        rows, parts, total = await self._db.read(run)
+        records = self._records(rows[: query.page_size], parts)
         more = len(rows) > query.page_size
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
     async def unfinished(self) -> Sequence[TaskRecord]:
-        def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            sql = f"SELECT owner, tenant, last_seq, body FROM tasks WHERE state IN ({_ACTIVE_SQL})"  # constants
+        def query(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows]:
+            sql = f"SELECT id, owner, tenant, last_seq, body FROM tasks WHERE state IN ({_ACTIVE_SQL})"  # constants
             rows: list[tuple[Any, ...]] = conn.execute(sql).fetchall()
-            return rows
+            return rows, _parts_of(conn, [row[0] for row in rows])
 
-        return [self._record(row) for row in await self._db.read(query)]
+        rows, parts = await self._db.read(query)
+        return self._records(rows, parts)
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         self._started()
@@ -397,6 +510,7 @@ class SQLiteTaskStore(TaskStore):
                     )
                 ]
                 conn.executemany("DELETE FROM tasks WHERE id = ?", ids)
+                conn.executemany("DELETE FROM task_parts WHERE task_id = ?", ids)
                 # The push store's rows of these tasks, when it shares this file.
                 tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
                 for table in ("push_configs", "push_deliveries", "push_leases"):
