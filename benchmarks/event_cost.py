@@ -27,10 +27,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from a2a import Agent, RequestContext  # noqa: E402
-from a2a.server.backend import open_backend  # noqa: E402
-from a2a.server.handler import CallContext, RequestHandler  # noqa: E402
-from a2a.types import Message, Part, Role, SendMessageRequest  # noqa: E402
+from a2a import Agent, RequestContext
+from a2a.server.backend import open_backend
+from a2a.server.handler import CallContext, RequestHandler
+from a2a.types import Message, Part, Role, SendMessageRequest
 
 
 def make_agent(size: int, events: int, timings: dict[str, float]) -> Agent:

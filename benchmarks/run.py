@@ -320,12 +320,16 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     """Each figure ``repeat`` times, the servers interleaved within each round (so that drifting
     background load on a shared machine hits them alike); the median is reported."""
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"send": [], "task": [], "sse": []} for n in servers}
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {
+        n: {"send": [], "task": [], "lat": [], "sse": []} for n in servers
+    }
     results: dict[str, dict[str, Any]] = {}
     for name, server in servers.items():
         results[name] = {"server": LABELS[name], "url": server.url, "pid": server.proc.pid}
         results[name]["events_per_stream_5"] = P.check_stream(server.url, 5)
-    kinds = ["send"] + ([] if args.no_task else ["task"]) + ([] if args.no_sse else ["sse"])
+    kinds = ["send"] + ([] if args.no_task else ["task"])
+    kinds += ["lat"] if args.latency_connections else []
+    kinds += [] if args.no_sse else ["sse"]
     for round_no in range(1, args.repeat + 1):
         for kind in kinds:
             for name, server in servers.items():
@@ -334,7 +338,14 @@ def measure(
                 print(f"  round {round_no}/{args.repeat}: {kind:<4} {LABELS[name]} ...", flush=True)
                 meter = CpuMeter(server.proc.pid, server_cpu, load_cpu)
                 try:
-                    if kind in ("send", "task") and use_wrk:
+                    if kind == "lat":
+                        # The latency of a lightly loaded server: SendMessage at few connections.
+                        light = argparse.Namespace(**{**vars(args), "connections": args.latency_connections})
+                        if use_wrk:
+                            sample = bench_send_wrk(procs, server.url, light, load_cpu, f"{name}-lat")
+                        else:
+                            sample = bench_python(procs, "send", server.url, light, load_cpu, f"{name}-lat")
+                    elif kind in ("send", "task") and use_wrk:
                         text = "hello" if kind == "send" else TASK_TEXT
                         sample = bench_send_wrk(procs, server.url, args, load_cpu, f"{name}-{kind}", text)
                     else:
@@ -352,7 +363,12 @@ def measure(
                     continue
                 samples[name][kind].append(sample)
     for name in servers:
-        for kind, key in (("send", "requests_per_s"), ("task", "requests_per_s"), ("sse", "events_per_s")):
+        for kind, key in (
+            ("send", "requests_per_s"),
+            ("task", "requests_per_s"),
+            ("lat", "latency_ms_p50"),
+            ("sse", "events_per_s"),
+        ):
             if samples[name][kind]:
                 results[name][kind] = median_of(samples[name][kind], key)
     return results
@@ -399,6 +415,7 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
                 "task_over_bare": div(get(name, "task", "requests_per_s"), task["bare"]),
                 "task_over_ours": div(get(name, "task", "requests_per_s"), task["ours"]),
                 "p50_over_ours": div(get(name, "send", "latency_ms_p50"), get("ours", "send", "latency_ms_p50")),
+                "lat_p50_over_ours": div(get(name, "lat", "latency_ms_p50"), get("ours", "lat", "latency_ms_p50")),
                 "send_over_bare": div(c_send, send["bare"]),
                 "send_over_ours": div(c_send, send["ours"]),
                 "sse_over_sdk": div(c_sse, sse["sdk"]),
@@ -468,6 +485,16 @@ def print_report(report: dict[str, Any]) -> None:
         "on the server core / on the load core, send then sse: " + "; ".join(_other(res[n]) for n in res)
     )
     print()
+    if any(res[n].get("lat") for n in res):
+        print(f"{'SendMessage, light load':<25}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>7}{'srv CPU':>8}")
+        for name in res:
+            k = res[name].get("lat")
+            if k:
+                print(
+                    f"{LABELS[name]:<25}{_fmt(k.get('requests_per_s')):>10}{_fmt(k.get('latency_ms_p50'), '.2f'):>9}"
+                    f"{_fmt(k.get('latency_ms_p99'), '.2f'):>9}{_fmt(k.get('errors'), 'd'):>7}{_pct(k):>8}"
+                )
+        print()
     print(f"{'SendMessage -> task':<25}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>7}{'srv CPU':>8}{'us/req':>9}")
     for name in res:
         k = res[name].get("task")
@@ -528,6 +555,7 @@ def print_report(report: dict[str, Any]) -> None:
                 ("task_over_bare", "Send->task   cand / bare"),
                 ("task_over_ours", "Send->task   cand / ours"),
                 ("p50_over_ours", "p50 send     cand / ours"),
+                ("lat_p50_over_ours", "p50 light    cand / ours"),
                 ("send_over_bare", "SendMessage  cand / bare"),
                 ("send_over_ours", "SendMessage  cand / ours"),
                 ("sse_over_sdk", "SSE events/s cand / SDK"),
@@ -558,6 +586,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=1, help="windows per figure; the median is reported")
     p.add_argument("--no-sse", action="store_true")
     p.add_argument("--no-task", action="store_true", help="skip the SendMessage-creates-a-task case")
+    p.add_argument(
+        "--latency-connections",
+        type=int,
+        default=0,
+        metavar="C",
+        help="also measure SendMessage latency at C connections (e.g. 8: p50 of a lightly loaded server)",
+    )
     p.add_argument(
         "--nice",
         type=int,

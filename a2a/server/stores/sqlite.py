@@ -182,8 +182,8 @@ class SQLiteTaskStore(TaskStore):
         self.task_retention = task_retention
         self.idempotency_retention = idempotency_retention
         shortest = min(r for r in (task_retention, idempotency_retention, 3600.0) if r)
-        #: How often the sweep looks for expired rows: a tenth of the shortest retention, at
-        #: most hourly, at least every second.
+        #: How often the sweep looks for expired rows: a tenth of the shorter retention, but
+        #: at least every 6 minutes and at most every second.
         self.sweep_interval = sweep_interval if sweep_interval is not None else max(1.0, shortest / 10)
         self._db = SQLiteWorker(
             self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite", migrate=_migrate
