@@ -65,6 +65,9 @@ log = logging.getLogger("a2a.server.sqlite")
 DEFAULT_TASK_RETENTION = 7 * 24 * 3600.0
 #: Default retention of idempotency records (a retried messageId finds its outcome): 1 day.
 DEFAULT_IDEMPOTENCY_RETENTION = 24 * 3600.0
+#: A task with at most this many history messages and artifact parts is written whole in its
+#: row; past it, what it gains is appended as rows of its own (see ``SQLiteTaskStore._split``).
+INLINE_ITEMS = 32
 #: Rows deleted per sweep write: small, so the writes queued behind it wait little.
 SWEEP_CHUNK = 500
 
@@ -137,6 +140,8 @@ class _Shape:
 
     lists: dict[str | None, tuple[Any, int]]
     rows: int
+    #: Its lists are in rows of their own (else the whole task is in its row).
+    split: bool
 
 
 #: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
@@ -303,13 +308,24 @@ class SQLiteTaskStore(TaskStore):
         saved, the very object saved last (the handler only appends to them): the cost of a save
         does not grow with the task. Otherwise (the first save here, an artifact replaced or
         removed) everything is written again, one row per list; so is a task that ends, once,
-        so that reading a finished task joins one row per list."""
+        so that reading a finished task joins one row per list.
+
+        A small task (at most ``INLINE_ITEMS`` messages and parts) is written whole in its row:
+        rewriting it costs less than rows of its own. Rows an earlier save (or run) may have
+        left are then deleted, unless this store knows there are none."""
         lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
         lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         shape = self._shapes.get(task.id)
         ended = task.status.state.is_terminal
+        if sum(len(items) for _, items in lists) <= INLINE_ITEMS:
+            if ended:
+                self._shapes.pop(task.id, None)
+            else:
+                self._shapes[task.id] = _Shape({}, 0, split=False)
+            return task, [], shape is None or shape.split
         appended: list[tuple[str | None, bytes]] = []
-        full = shape is None or len(shape.lists) > len(lists)  # first save here, or one removed
+        # First save here, a task written whole so far, or a list removed: every row anew.
+        full = shape is None or not shape.split or len(shape.lists) > len(lists)
         if shape is not None and not full:
             for key, items in lists:
                 last, count = shape.lists.get(key, (None, 0))
@@ -327,7 +343,7 @@ class SQLiteTaskStore(TaskStore):
             self._shapes.pop(task.id, None)
         else:
             marks = {key: (items[-1] if items else None, len(items)) for key, items in lists}
-            self._shapes[task.id] = _Shape(marks, rows)
+            self._shapes[task.id] = _Shape(marks, rows, split=True)
         skeleton = msgspec.structs.replace(
             task,
             history=[] if task.history is not None else None,
