@@ -72,6 +72,7 @@ INLINE_ITEMS = 32
 SWEEP_CHUNK = 500
 
 _TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
+_ENDED = tuple(s for s in TaskState if s.is_terminal)
 #: Written out (not bound): SQLite uses a partial index only for the very same condition.
 _ACTIVE_SQL = ", ".join(sorted(f"'{s.value}'" for s in ACTIVE_STATES))
 
@@ -316,7 +317,7 @@ class SQLiteTaskStore(TaskStore):
         lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
         lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         shape = self._shapes.get(task.id)
-        ended = task.status.state.is_terminal
+        ended = task.status.state in _ENDED  # identity hits: cheaper than the enum's hash
         if sum(len(items) for _, items in lists) <= INLINE_ITEMS:
             if ended:
                 self._shapes.pop(task.id, None)
