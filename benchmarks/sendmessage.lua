@@ -2,10 +2,11 @@
 -- idempotent by messageId), a check that each answer is HTTP 200 with a "result", and one
 -- JSON line of totals at the end (parsed by run.py).
 --
---   wrk -t1 -c32 -d8s -s benchmarks/sendmessage.lua URL -- RUNPREFIX [TEXT]
+--   wrk -t1 -c32 -d8s -s benchmarks/sendmessage.lua URL -- RUNPREFIX [TEXT [WEBHOOK]]
 --
 -- TEXT is the message text (default "hello": a plain reply); "stream:1" makes the echo agent
--- create a task, add one artifact chunk, complete it, and answer with the task.
+-- create a task, add one artifact chunk, complete it, and answer with the task. WEBHOOK, if
+-- given, is registered as the task's push notification config (one webhook per task).
 
 local threads = {}
 local next_thread = 0
@@ -18,6 +19,7 @@ end
 
 local prefix = "run"
 local text = "hello"
+local config = ""
 local counter = 0
 local bad = 0
 local headers = { ["Content-Type"] = "application/json", ["A2A-Version"] = "1.0" }
@@ -25,13 +27,16 @@ local headers = { ["Content-Type"] = "application/json", ["A2A-Version"] = "1.0"
 function init(args)
   prefix = (args[1] or "run") .. "-" .. tostring(tid)
   text = args[2] or "hello"
+  if args[3] then
+    config = ',"configuration":{"taskPushNotificationConfig":{"url":"' .. args[3] .. '"}}'
+  end
 end
 
 function request()
   counter = counter + 1
   local body = '{"jsonrpc":"2.0","id":' .. counter ..
     ',"method":"SendMessage","params":{"message":{"messageId":"' .. prefix .. '-' .. counter ..
-    '","role":"ROLE_USER","parts":[{"text":"' .. text .. '"}]}}}'
+    '","role":"ROLE_USER","parts":[{"text":"' .. text .. '"}]}' .. config .. '}}'
   return wrk.format("POST", nil, headers, body)
 end
 

@@ -132,15 +132,14 @@ async def test_a_reply_recorded_over_a_queued_claim_is_one_row(tmp_path: Path) -
 async def test_push_enqueue_without_configs_makes_no_write(tmp_path: Path, exclusive: bool) -> None:
     store = SQLitePushStore(tmp_path / "tasks.db", exclusive=exclusive)
     calls = 0
-    real_call = store._db.call
+    real_write = store._db.write
 
-    async def counting(fn):  # type: ignore[no-untyped-def]
+    async def counting(fn, **kwargs):  # type: ignore[no-untyped-def]
         nonlocal calls
         calls += 1
-        return await real_call(fn)
+        return await real_write(fn, **kwargs)
 
-    store._db.call = counting  # type: ignore[method-assign]
-    store._db.run = counting  # type: ignore[method-assign]
+    store._db.write = counting  # type: ignore[method-assign]
     try:
         for seq in range(1, 20):
             assert await store.enqueue("no-webhook", seq, b"{}", max_pending=10) == []

@@ -1,6 +1,7 @@
 """SQLite push store: configs and pending deliveries on disk, next to (or inside) the task database.
 
-Like ``SQLiteTaskStore``: one connection, used only from one dedicated thread, WAL mode,
+Like ``SQLiteTaskStore``: one writer with group commit (every write queued since the last
+commit in one transaction, each caller answered once it is committed), WAL mode,
 ``synchronous=NORMAL`` by default (a committed enqueue survives the process being killed;
 ``durability="full"`` survives power loss too). The tables (``push_configs``,
 ``push_deliveries``, ``push_leases``) are this store's own, so it may share the task store's
@@ -63,18 +64,6 @@ CREATE TABLE IF NOT EXISTS push_leases (
 _CONFIG_COLUMNS = "owner, tenant, failures, failed, body"
 
 
-def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``fn`` in one write transaction (the connection is in autocommit mode otherwise)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
-
-
 class SQLitePushStore(PushStore):
     def __init__(
         self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
@@ -89,7 +78,9 @@ class SQLitePushStore(PushStore):
     # ---- plumbing ----------------------------------------------------------------------
 
     async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._db.run(lambda conn: _in_transaction(conn, fn))
+        """``fn`` inside the writer's next batch (one transaction, group commit); its result
+        once committed."""
+        return await self._db.write(fn)
 
     def _record(self, row: tuple[Any, ...]) -> PushConfigRecord:
         owner, tenant, failures, failed, body = row
@@ -160,7 +151,7 @@ class SQLitePushStore(PushStore):
             ).fetchone()
             return row
 
-        row = await self._db.run(read)
+        row = self._db.read_now(read)  # a primary-key lookup
         return None if row is None else self._record(row)
 
     async def list_configs(self, task_id: str) -> list[PushConfigRecord]:
@@ -170,7 +161,7 @@ class SQLitePushStore(PushStore):
             ).fetchall()
             return rows
 
-        return [self._record(row) for row in await self._db.run(read)]
+        return [self._record(row) for row in self._db.read_now(read)]  # by primary-key prefix
 
     async def delete_config(self, task_id: str, config_id: str) -> bool:
         key = (task_id, config_id)
@@ -239,7 +230,7 @@ class SQLitePushStore(PushStore):
                 (*key, *key),
             )
 
-        row = await self._db.run(read)
+        row = self._db.read_now(read)  # by primary-key prefix
         if row is None:
             return None
         if row[6] is None or row[5]:  # the config is gone or failed: its queue goes too
@@ -286,7 +277,7 @@ class SQLitePushStore(PushStore):
             rows = conn.execute("SELECT DISTINCT task_id, config_id FROM push_deliveries ORDER BY task_id, config_id")
             return [(str(task_id), str(config_id)) for task_id, config_id in rows]
 
-        return await self._db.run(read)
+        return await self._db.read(read)
 
     # ---- leases -------------------------------------------------------------------------
 
@@ -313,7 +304,7 @@ class SQLitePushStore(PushStore):
             sql = "DELETE FROM push_leases WHERE task_id = ? AND config_id = ? AND holder = ?"
             conn.execute(sql, (task_id, config_id, holder))
 
-        await self._db.run(write)
+        await self._db.write(write)
 
     async def close(self) -> None:
         await self._db.close()

@@ -12,8 +12,6 @@
 - ``defer`` queues a write nobody waits for: it is committed with (or before) the next write
   that anybody awaits, since the queue is committed in order. For a row whose commit only
   matters together with a later one (the idempotency claim, before the task's first save).
-- ``call`` runs a function alone on the writer's connection, outside any batch (it manages its
-  own transaction).
 - **Reads** see only committed data: ``read`` runs on a reader thread with its own connection
   (queries that may scan), ``read_now`` runs on the calling (event loop) thread with a third
   connection, for point lookups by primary key that cost less than a thread hop.
@@ -52,8 +50,6 @@ class _Op:
     key: Hashable | None
     future: asyncio.Future[Any] | None
     loop: asyncio.AbstractEventLoop | None
-    #: Run alone, outside a batch transaction (``call``).
-    alone: bool = False
     #: Nobody need wait for it (``defer``): a failure is logged.
     deferred: bool = False
     result: Any = None
@@ -163,16 +159,6 @@ class SQLiteWorker:
         self._enqueue(_Op(fn, key, future, loop, deferred=True))
         return future
 
-    async def call(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        """Run ``fn`` alone on the write connection (it commits what it does itself)."""
-        loop = asyncio.get_running_loop()
-        future: asyncio.Future[T] = loop.create_future()
-        self._enqueue(_Op(fn, None, future, loop, alone=True))
-        return await future
-
-    # Kept for the push store: every call there manages its own transaction.
-    run = call
-
     def _write_loop(self) -> None:
         try:
             conn = _open(self.path, self.durability, self._schema, self._migrate)
@@ -203,18 +189,7 @@ class SQLiteWorker:
             conn.close()
 
     def _run_batch(self, conn: sqlite3.Connection, batch: list[_Op]) -> None:
-        group: list[_Op] = []
-        for op in batch:
-            if op.alone:
-                self._commit_group(conn, group)
-                group = []
-                try:
-                    op.result = op.fn(conn)
-                except BaseException as exc:  # noqa: BLE001 - handed to its caller
-                    op.error = exc
-            else:
-                group.append(op)
-        self._commit_group(conn, group)
+        self._commit_group(conn, batch)
         self._answer(batch)
 
     def _commit_group(self, conn: sqlite3.Connection, group: list[_Op]) -> None:
