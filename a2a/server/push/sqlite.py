@@ -72,7 +72,14 @@ class SQLitePushStore(PushStore):
         self.exclusive = exclusive
         #: Tasks with at least one config that is not failed (``exclusive`` only; loaded lazily).
         self._live: set[str] | None = None
-        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite-push")
+        self._db = SQLiteWorker(
+            self.path,
+            durability=durability,
+            schema=_SCHEMA,
+            thread_name="a2a-sqlite-push",
+            # Alone on the file, without fsync: batches commit on the loop's thread (SQLiteWorker).
+            inline=exclusive and durability == "normal",
+        )
         self._config_decoder = decoder_for(TaskPushNotificationConfig)
 
     # ---- plumbing ----------------------------------------------------------------------

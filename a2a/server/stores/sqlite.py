@@ -192,7 +192,13 @@ class SQLiteTaskStore(TaskStore):
         #: at least every 6 minutes and at most every second.
         self.sweep_interval = sweep_interval if sweep_interval is not None else max(1.0, shortest / 10)
         self._db = SQLiteWorker(
-            self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite", migrate=_migrate
+            self.path,
+            durability=durability,
+            schema=_SCHEMA,
+            thread_name="a2a-sqlite",
+            # Alone on the file, without fsync: batches commit on the loop's thread (SQLiteWorker).
+            inline=exclusive and durability == "normal",
+            migrate=_migrate,
         )
         self._task_decoder = decoder_for(Task)
         self._message_decoder = decoder_for(Message)

@@ -7,8 +7,16 @@
   and a busy server pays one commit (one fsync) per batch instead of one per write. Writes with
   the same ``key`` in one batch are merged: only the last runs (each carries the whole new
   state, e.g. a task save), and all their callers are answered by its commit.
-- Writes queued during one iteration of the event loop reach the writer together (one wake-up
-  of its thread, not one per write); the writer answers a batch with one wake-up of the loop.
+- Writes queued during one iteration of the event loop reach the writer together. Where the
+  writer is: with ``inline=True`` (``durability="normal"`` on a file no other process writes:
+  what ``a2a serve`` runs) the batch is committed on the event loop's own thread at the end of
+  the iteration, before the loop goes on: the commit is a ``write()`` of the new pages to the
+  WAL (no fsync, no lock held by anybody else to wait for), cheaper than two thread hand-overs,
+  and the loop cannot answer anybody in between. Checkpoints (copying the WAL into the file,
+  with an fsync) then run on the reader thread, every ``CHECKPOINT_EVERY`` batches, never in a
+  commit on the loop. Otherwise (``durability="full"``: an fsync per batch; or a file other
+  processes write: a busy wait for their lock) the writer is a thread of its own: one wake-up
+  of it per batch, one wake-up of the loop to answer the batch.
 - ``defer`` queues a write nobody waits for: it is committed with (or before) the next write
   that anybody awaits, since the queue is committed in order. For a row whose commit only
   matters together with a later one (the idempotency claim, before the task's first save).
@@ -66,6 +74,8 @@ class _Outbox:
 
 
 _STOP = object()
+#: Inline writer: a checkpoint after this many batches (WAL pages pile up until then).
+CHECKPOINT_EVERY = 200
 
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -93,8 +103,16 @@ class SQLiteWorker:
         schema: str,
         thread_name: str,
         migrate: Migration | None = None,
+        inline: bool = False,
     ) -> None:
+        if inline and durability == "full":
+            raise ValueError("an fsync must not block the event loop: inline needs durability='normal'")
         self.path = path
+        self.inline = inline
+        self._inline_conn: sqlite3.Connection | None = None
+        #: Inline only: batches committed since the last checkpoint, and the checkpoint running.
+        self._since_checkpoint = 0
+        self._checkpointing = False
         self._migrate = migrate
         self.durability = durability
         self._schema = schema
@@ -113,7 +131,15 @@ class SQLiteWorker:
     # ---- writes -------------------------------------------------------------------------
 
     def _start(self) -> None:
-        """The writer thread opens the file (creating the schema) on first use."""
+        """The writer opens the file (creating the schema) on first use."""
+        if self.inline:
+            if self._inline_conn is None:
+                conn = _open(self.path, self.durability, self._schema, self._migrate)
+                # Checkpoints (which copy the WAL into the file, and fsync it) run on the
+                # reader thread, never inside a commit on the loop.
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                self._inline_conn = conn
+            return
         if self._writer is None:
             with self._start_lock:
                 if self._writer is None:
@@ -140,7 +166,13 @@ class SQLiteWorker:
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         outbox = self._outboxes.pop(loop, None)
         if outbox is not None and outbox.ops:
-            self._queue.put(outbox.ops)
+            if self._inline_conn is not None:
+                self._run_batch(self._inline_conn, outbox.ops)
+                self._since_checkpoint += 1
+                if self._since_checkpoint >= CHECKPOINT_EVERY and not self._checkpointing:
+                    self._checkpoint(loop)
+            else:
+                self._queue.put(outbox.ops)
 
     async def write(self, fn: Callable[[sqlite3.Connection], T], *, key: Hashable | None = None) -> T:
         """Run ``fn`` in the next batch; returns its result once the batch is committed."""
@@ -230,7 +262,26 @@ class SQLiteWorker:
             if op.error is not None and op.deferred:
                 log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
 
+    def _checkpoint(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A passive checkpoint on the reader thread: it never blocks the writer."""
+        self._since_checkpoint = 0
+        self._checkpointing = True
+
+        def run() -> None:
+            try:
+                self._reader_conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except sqlite3.Error as exc:  # the next one tries again
+                log.warning("checkpoint of %s failed: %r", self.path, exc)
+
+        def done(_: object) -> None:
+            self._checkpointing = False
+
+        loop.run_in_executor(self._reader, run).add_done_callback(done)
+
     def _answer(self, batch: list[_Op]) -> None:
+        if self.inline:
+            _resolve(batch)  # on the loop's thread already
+            return
         by_loop: dict[asyncio.AbstractEventLoop, list[_Op]] = {}
         for op in batch:
             if op.future is not None and op.loop is not None:
@@ -242,6 +293,7 @@ class SQLiteWorker:
     # ---- reads --------------------------------------------------------------------------
 
     def _reader_conn(self) -> sqlite3.Connection:
+        """Used only on the reader thread."""
         if self._read_conn is None:
             self._start()  # the schema exists before anyone reads
             self._read_conn = _open(self.path, self.durability, None)
@@ -254,6 +306,10 @@ class SQLiteWorker:
 
     def read_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
         """Run ``fn`` here, at once (committed data only): for point lookups by primary key."""
+        if self.inline:
+            self._start()
+            assert self._inline_conn is not None
+            return fn(self._inline_conn)  # between batches: no transaction is open on it
         if self._now_conn is None:
             self._start()
             self._now_conn = _open(self.path, self.durability, None)
@@ -263,6 +319,9 @@ class SQLiteWorker:
         loop = asyncio.get_running_loop()
         for outbox_loop in list(self._outboxes):
             self._flush(outbox_loop)
+        if self._inline_conn is not None:
+            self._inline_conn.close()
+            self._inline_conn = None
         if self._writer is not None:
             self._queue.put(_STOP)
             await loop.run_in_executor(None, self._writer.join)
