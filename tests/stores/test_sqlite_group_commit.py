@@ -201,3 +201,30 @@ def test_retention_settings_are_checked() -> None:
         SQLiteTaskStore("unused.db", task_retention=10.0, idempotency_retention=20.0)
     with pytest.raises(ValueError, match=">= 0"):
         SQLiteTaskStore("unused.db", task_retention=-1.0)
+
+
+async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from a2a.server.stores import sqlite_worker
+
+    monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(sqlite_worker, "WAL_LIMIT", 256 * 1024)
+    path = tmp_path / "w.db"
+    worker = SQLiteWorker(path, durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    blob = b"x" * 2000
+    largest = 0
+    try:
+        for batch in range(400):  # steady writes: never a pause for a passive checkpoint to catch up
+            await asyncio.gather(
+                *(
+                    worker.write(lambda c, k=f"{batch}-{i}": c.execute("INSERT INTO t VALUES (?, ?)", (k, len(blob))))
+                    for i in range(10)
+                )
+            )
+            wal = Path(f"{path}-wal")
+            largest = max(largest, wal.stat().st_size if wal.exists() else 0)
+        assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 4000
+    finally:
+        await worker.close()
+    assert largest < 4 * 256 * 1024, f"the WAL grew to {largest} bytes"

@@ -76,6 +76,8 @@ class _Outbox:
 _STOP = object()
 #: Inline writer: a checkpoint after this many batches (WAL pages pile up until then).
 CHECKPOINT_EVERY = 200
+#: Inline writer: past this WAL size a checkpoint holds the writes until it reaches the end.
+WAL_LIMIT = 32 * 1024 * 1024
 
 
 Migration = Callable[[sqlite3.Connection], None]
@@ -113,6 +115,9 @@ class SQLiteWorker:
         #: Inline only: batches committed since the last checkpoint, and the checkpoint running.
         self._since_checkpoint = 0
         self._checkpointing = False
+        #: Writes held while a checkpoint that must reach the WAL's end runs (``None``: none).
+        self._held: list[_Op] | None = None
+        self._checkpoint_run: asyncio.Future[None] | None = None
         self._migrate = migrate
         self.durability = durability
         self._schema = schema
@@ -166,11 +171,18 @@ class SQLiteWorker:
     def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
         outbox = self._outboxes.pop(loop, None)
         if outbox is not None and outbox.ops:
-            if self._inline_conn is not None:
+            if self._held is not None:
+                self._held.extend(outbox.ops)  # committed once the checkpoint is done
+            elif self._inline_conn is not None:
                 self._run_batch(self._inline_conn, outbox.ops)
                 self._since_checkpoint += 1
-                if self._since_checkpoint >= CHECKPOINT_EVERY and not self._checkpointing:
-                    self._checkpoint(loop)
+                if self._since_checkpoint >= CHECKPOINT_EVERY:
+                    if not self._checkpointing:
+                        self._checkpoint(loop)
+                    elif self._wal_too_big():
+                        # The running checkpoint is slow (its fsync): hold the writes now; a
+                        # truncating one follows it.
+                        self._held = []
             else:
                 self._queue.put(outbox.ops)
 
@@ -262,21 +274,40 @@ class SQLiteWorker:
             if op.error is not None and op.deferred:
                 log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
 
+    def _wal_too_big(self) -> bool:
+        wal = Path(f"{self.path}-wal")
+        return wal.exists() and wal.stat().st_size > WAL_LIMIT
+
     def _checkpoint(self, loop: asyncio.AbstractEventLoop) -> None:
-        """A passive checkpoint on the reader thread: it never blocks the writer."""
+        """A checkpoint on the reader thread. Passive (the writer goes on) while the WAL is
+        small; but under steady writes a passive checkpoint never reaches the WAL's end, and
+        only a WAL copied to its end starts again from its beginning: past ``WAL_LIMIT`` bytes
+        the writes are held (queued, not committed: the loop goes on) while one checkpoint
+        copies the rest and truncates the WAL. Most of it was copied by the passive ones, so
+        the hold is short."""
         self._since_checkpoint = 0
         self._checkpointing = True
+        if self._held is None and self._wal_too_big():
+            self._held = []
+        mode = "TRUNCATE" if self._held is not None else "PASSIVE"
 
         def run() -> None:
             try:
-                self._reader_conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+                self._reader_conn().execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
             except sqlite3.Error as exc:  # the next one tries again
                 log.warning("checkpoint of %s failed: %r", self.path, exc)
 
         def done(_: object) -> None:
             self._checkpointing = False
+            if mode == "PASSIVE" and self._held is not None:
+                self._checkpoint(loop)  # writes held meanwhile: now the truncating one
+                return
+            held, self._held = self._held, None
+            if held and self._inline_conn is not None:
+                self._run_batch(self._inline_conn, held)
 
-        loop.run_in_executor(self._reader, run).add_done_callback(done)
+        self._checkpoint_run = loop.run_in_executor(self._reader, run)
+        self._checkpoint_run.add_done_callback(done)
 
     def _answer(self, batch: list[_Op]) -> None:
         if self.inline:
@@ -319,6 +350,8 @@ class SQLiteWorker:
         loop = asyncio.get_running_loop()
         for outbox_loop in list(self._outboxes):
             self._flush(outbox_loop)
+        while self._checkpoint_run is not None and not self._checkpoint_run.done():
+            await asyncio.wait([self._checkpoint_run])  # its held writes are committed when it ends
         if self._inline_conn is not None:
             self._inline_conn.close()
             self._inline_conn = None
