@@ -203,6 +203,11 @@ def test_retention_settings_are_checked() -> None:
         SQLiteTaskStore("unused.db", task_retention=-1.0)
 
 
+def _wal_size(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
 async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
@@ -222,8 +227,7 @@ async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
                     for i in range(10)
                 )
             )
-            wal = Path(f"{path}-wal")
-            largest = max(largest, wal.stat().st_size if wal.exists() else 0)
+            largest = max(largest, _wal_size(path))
         assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 4000
     finally:
         await worker.close()
