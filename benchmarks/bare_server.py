@@ -33,13 +33,24 @@ _DONE = (
     b'{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
     b'"status":{"state":"TASK_STATE_COMPLETED"}}}}'
 )
+#: SendMessage with ``stream:N`` (our "task" case): the completed task with its artifact, of the
+#: same shape as ours.
+_TASK_REPLY = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"0b9e3d0c4f8a4a6c9d1e2f3a4b5c6d7e",'
+    b'"contextId":"9d8ff42a6dde4e0c853bc108acc8c535","status":{"state":"TASK_STATE_COMPLETED",'
+    b'"timestamp":"2026-01-01T00:00:00.000000Z"},"artifacts":[{"artifactId":"echo-stream",'
+    b'"name":"echo-stream","parts":[{"text":"chunk 0"}]}],"history":[{"messageId":'
+    b'"run-1-1","role":"ROLE_USER","parts":[{"text":"stream:1"}],"taskId":"0b9e3d0c4f8a4a6c9d1e2f3a4b5c6d7e",'
+    b'"contextId":"9d8ff42a6dde4e0c853bc108acc8c535"}],"metadata":{"a2a-net/skill":"echo"}}}}'
+)
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
 
 
 async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
     if b"SendStreamingMessage" not in body:
-        return web.Response(body=REPLY, content_type="application/json")
+        reply = _TASK_REPLY if _STREAM.search(body) else REPLY
+        return web.Response(body=reply, content_type="application/json")
     match = _STREAM.search(body)
     count = int(match.group(1)) if match else 1
     response = web.StreamResponse(headers=SSE_HEADERS)

@@ -27,6 +27,9 @@ import aiohttp
 HEADERS = {"Content-Type": "application/json", "A2A-Version": "1.0"}
 MAX_REQUESTS = 10_000_000
 MAX_LATENCY_SAMPLES = 1_000_000
+#: The "task" case: the echo agent creates a task, adds one artifact chunk, completes it, and
+#: SendMessage answers with the completed task.
+TASK_TEXT = "stream:1"
 
 
 def _body(method: str, text: str, prefix: bytes, n: int) -> bytes:
@@ -55,7 +58,9 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-async def run_send(url: str, connections: int, warmup: float, duration: float, timeout: float) -> dict:
+async def run_send(
+    url: str, connections: int, warmup: float, duration: float, timeout: float, text: str = "hello"
+) -> dict:
     window = Window(warmup, duration)
     prefix = uuid.uuid4().hex[:12].encode()
     counter = iter(range(1, MAX_REQUESTS + 1))
@@ -78,9 +83,11 @@ async def run_send(url: str, connections: int, warmup: float, duration: float, t
                     return
                 good = False
                 try:
-                    async with s.post(url, data=_body("SendMessage", "hello", prefix, n), headers=HEADERS) as resp:
+                    async with s.post(url, data=_body("SendMessage", text, prefix, n), headers=HEADERS) as resp:
                         payload = await resp.read()
                         good = resp.status == 200 and b'"result"' in payload
+                        # A task case must come back completed (with its artifact).
+                        good = good and (text == "hello" or b"TASK_STATE_COMPLETED" in payload)
                         if not good and first_error is None:
                             first_error = f"HTTP {resp.status}: {payload[:200]!r}"
                 except (TimeoutError, aiohttp.ClientError) as exc:
@@ -104,7 +111,7 @@ async def run_send(url: str, connections: int, warmup: float, duration: float, t
 
     latencies.sort()
     return {
-        "mode": "send",
+        "mode": "send" if text == "hello" else "task",
         "loadgen": "python",
         "connections": connections,
         "duration_s": duration,
@@ -213,7 +220,7 @@ def _ms(value: float | None) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["send", "sse"])
+    parser.add_argument("mode", choices=["send", "task", "sse"])
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--streams", type=int, default=4)
@@ -224,8 +231,9 @@ def main() -> None:
     args = parser.parse_args()
     if not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
         sys.exit("loadgen: refusing a non-loopback URL")
-    if args.mode == "send":
-        coro = run_send(args.url, args.connections, args.warmup, args.duration, args.timeout)
+    if args.mode in ("send", "task"):
+        text = "hello" if args.mode == "send" else TASK_TEXT
+        coro = run_send(args.url, args.connections, args.warmup, args.duration, args.timeout, text)
     else:
         coro = run_sse(args.url, args.streams, args.chunks, args.warmup, args.duration, args.timeout)
     try:

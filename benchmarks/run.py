@@ -29,6 +29,7 @@ import signal
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 import uuid
 from datetime import UTC, datetime
@@ -46,6 +47,9 @@ SERVERS = ("ours", "sdk", "bare")
 LABELS = {"ours": "ours (a2a-net)", "sdk": "SDK (a2a-sdk 1.3.0)", "bare": "bare aiohttp (ceiling)"}
 TARGET_SEND_VS_BARE = 0.50
 TARGET_SSE_VS_SDK = 10.0
+#: The "task" case: SendMessage whose echo run creates a task, adds one artifact chunk and
+#: completes it; the answer is the completed task.
+TASK_TEXT = "stream:1"
 
 
 class Interrupted(Exception):
@@ -68,8 +72,15 @@ def server_command(name: str, port: int, args: argparse.Namespace) -> tuple[list
         src = args.candidates.get(name) or (Path(args.ours_src).resolve() if args.ours_src else REPO)
         example = str(REPO / "examples" / "echo_agent.py") + ":agent"
         cmd = [sys.executable, "-m", "a2a.cli.main", "serve", example, "--port", str(port)]
-        if args.ours_store and cli_has_store_option(src):
-            cmd += ["--store", args.ours_store]
+        store = args.variant_stores.get(name, args.ours_store)
+        if store == "sqlite":
+            # What a plain `a2a serve` uses (a SQLite file, durability=normal), in a fresh file
+            # of this run (the CLI's own file is shared, locked and grows from run to run).
+            store = f"sqlite:///{args.scratch}/{name}.db"
+        elif store.startswith("sqlite-full"):
+            store = f"sqlite:///{args.scratch}/{name}.db?durability=full"
+        if store and cli_has_store_option(src):
+            cmd += ["--store", store]
         return cmd, base + "/a2a/jsonrpc", src
     if name == "sdk":
         return [sdk_python(), str(HERE / "sdk_launcher.py"), "--port", str(port)], base + "/", REPO
@@ -115,7 +126,9 @@ def wrk_version() -> str | None:
     return f"wrk {found.group(1)}" if found else "wrk"
 
 
-def bench_send_wrk(procs: Procs, url: str, args: argparse.Namespace, cpu: int | None, tag: str) -> dict[str, Any]:
+def bench_send_wrk(
+    procs: Procs, url: str, args: argparse.Namespace, cpu: int | None, tag: str, text: str = "hello"
+) -> dict[str, Any]:
     lua = str(HERE / "sendmessage.lua")
 
     def wrk(seconds: float, prefix: str) -> str:
@@ -131,6 +144,7 @@ def bench_send_wrk(procs: Procs, url: str, args: argparse.Namespace, cpu: int | 
             url,
             "--",
             prefix,
+            text,
         ]
         return P.run_captured(procs, f"wrk-{tag}", cmd, cpu=cpu, timeout=seconds + 30)
 
@@ -146,7 +160,7 @@ def bench_send_wrk(procs: Procs, url: str, args: argparse.Namespace, cpu: int | 
     errors = sum(raw[k] for k in ("bad_answers", "connect_errors", "read_errors", "write_errors", "timeouts"))
     good = raw["requests"] - raw["bad_answers"]
     return {
-        "mode": "send",
+        "mode": "send" if text == "hello" else "task",
         "loadgen": "wrk",
         "connections": args.connections,
         "duration_s": round(seconds, 3),
@@ -163,7 +177,7 @@ def bench_send_wrk(procs: Procs, url: str, args: argparse.Namespace, cpu: int | 
 def bench_python(procs: Procs, mode: str, url: str, args: argparse.Namespace, cpu: int | None, tag: str) -> dict:
     cmd = [sys.executable, str(HERE / "loadgen.py"), mode, "--url", url]
     cmd += ["--warmup", str(args.warmup), "--duration", str(args.duration)]
-    if mode == "send":
+    if mode in ("send", "task"):
         cmd += ["--connections", str(args.connections)]
     else:
         cmd += ["--streams", str(args.streams), "--chunks", str(args.chunks)]
@@ -306,12 +320,16 @@ def measure(
 ) -> dict[str, dict[str, Any]]:
     """Each figure ``repeat`` times, the servers interleaved within each round (so that drifting
     background load on a shared machine hits them alike); the median is reported."""
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {n: {"send": [], "sse": []} for n in servers}
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {
+        n: {"send": [], "task": [], "lat": [], "sse": []} for n in servers
+    }
     results: dict[str, dict[str, Any]] = {}
     for name, server in servers.items():
         results[name] = {"server": LABELS[name], "url": server.url, "pid": server.proc.pid}
         results[name]["events_per_stream_5"] = P.check_stream(server.url, 5)
-    kinds = ["send"] + ([] if args.no_sse else ["sse"])
+    kinds = ["send"] + ([] if args.no_task else ["task"])
+    kinds += ["lat"] if args.latency_connections else []
+    kinds += [] if args.no_sse else ["sse"]
     for round_no in range(1, args.repeat + 1):
         for kind in kinds:
             for name, server in servers.items():
@@ -320,12 +338,20 @@ def measure(
                 print(f"  round {round_no}/{args.repeat}: {kind:<4} {LABELS[name]} ...", flush=True)
                 meter = CpuMeter(server.proc.pid, server_cpu, load_cpu)
                 try:
-                    if kind == "send" and use_wrk:
-                        sample = bench_send_wrk(procs, server.url, args, load_cpu, name)
+                    if kind == "lat":
+                        # The latency of a lightly loaded server: SendMessage at few connections.
+                        light = argparse.Namespace(**{**vars(args), "connections": args.latency_connections})
+                        if use_wrk:
+                            sample = bench_send_wrk(procs, server.url, light, load_cpu, f"{name}-lat")
+                        else:
+                            sample = bench_python(procs, "send", server.url, light, load_cpu, f"{name}-lat")
+                    elif kind in ("send", "task") and use_wrk:
+                        text = "hello" if kind == "send" else TASK_TEXT
+                        sample = bench_send_wrk(procs, server.url, args, load_cpu, f"{name}-{kind}", text)
                     else:
                         sample = bench_python(procs, kind, server.url, args, load_cpu, f"{name}-{kind}")
                     sample.update(meter.done())
-                    units = sample.get("total_requests_incl_warmup" if kind == "send" else "total_events_incl_warmup")
+                    units = sample.get("total_events_incl_warmup" if kind == "sse" else "total_requests_incl_warmup")
                     if units and sample.get("server_cpu_s"):
                         # Server CPU per request/event: hardly moved by other load on the machine.
                         sample["server_cpu_us_per_unit"] = round(1e6 * sample["server_cpu_s"] / units, 2)
@@ -337,7 +363,12 @@ def measure(
                     continue
                 samples[name][kind].append(sample)
     for name in servers:
-        for kind, key in (("send", "requests_per_s"), ("sse", "events_per_s")):
+        for kind, key in (
+            ("send", "requests_per_s"),
+            ("task", "requests_per_s"),
+            ("lat", "latency_ms_p50"),
+            ("sse", "events_per_s"),
+        ):
             if samples[name][kind]:
                 results[name][kind] = median_of(samples[name][kind], key)
     return results
@@ -355,11 +386,14 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         return round(a / b, 3) if a is not None and b else None
 
     send = {n: get(n, "send", "requests_per_s") for n in SERVERS}
+    task = {n: get(n, "task", "requests_per_s") for n in SERVERS}
     sse = {n: get(n, "sse", "events_per_s") for n in SERVERS}
     out: dict[str, Any] = {
         "send_ours_over_bare": div(send["ours"], send["bare"]),
         "send_sdk_over_bare": div(send["sdk"], send["bare"]),
         "send_ours_over_sdk": div(send["ours"], send["sdk"]),
+        "task_ours_over_bare": div(task["ours"], task["bare"]),
+        "task_sdk_over_bare": div(task["sdk"], task["bare"]),
         "sse_ours_over_sdk": div(sse["ours"], sse["sdk"]),
         "sse_sdk_over_bare": div(sse["sdk"], sse["bare"]),
         "sse_ours_over_bare": div(sse["ours"], sse["bare"]),
@@ -378,6 +412,10 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
             c_send, c_sse = get(name, "send", "requests_per_s"), get(name, "sse", "events_per_s")
             c_send_c, c_sse_c = get(name, "send", "per_core_rate"), get(name, "sse", "per_core_rate")
             out[name] = {
+                "task_over_bare": div(get(name, "task", "requests_per_s"), task["bare"]),
+                "task_over_ours": div(get(name, "task", "requests_per_s"), task["ours"]),
+                "p50_over_ours": div(get(name, "send", "latency_ms_p50"), get("ours", "send", "latency_ms_p50")),
+                "lat_p50_over_ours": div(get(name, "lat", "latency_ms_p50"), get("ours", "lat", "latency_ms_p50")),
                 "send_over_bare": div(c_send, send["bare"]),
                 "send_over_ours": div(c_send, send["ours"]),
                 "sse_over_sdk": div(c_sse, sse["sdk"]),
@@ -447,6 +485,27 @@ def print_report(report: dict[str, Any]) -> None:
         "on the server core / on the load core, send then sse: " + "; ".join(_other(res[n]) for n in res)
     )
     print()
+    if any(res[n].get("lat") for n in res):
+        print(f"{'SendMessage, light load':<25}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>7}{'srv CPU':>8}")
+        for name in res:
+            k = res[name].get("lat")
+            if k:
+                print(
+                    f"{LABELS[name]:<25}{_fmt(k.get('requests_per_s')):>10}{_fmt(k.get('latency_ms_p50'), '.2f'):>9}"
+                    f"{_fmt(k.get('latency_ms_p99'), '.2f'):>9}{_fmt(k.get('errors'), 'd'):>7}{_pct(k):>8}"
+                )
+        print()
+    print(f"{'SendMessage -> task':<25}{'req/s':>10}{'p50 ms':>9}{'p99 ms':>9}{'errors':>7}{'srv CPU':>8}{'us/req':>9}")
+    for name in res:
+        k = res[name].get("task")
+        if not k:
+            continue
+        print(
+            f"{LABELS[name]:<25}{_fmt(k.get('requests_per_s')):>10}{_fmt(k.get('latency_ms_p50'), '.2f'):>9}"
+            f"{_fmt(k.get('latency_ms_p99'), '.2f'):>9}{_fmt(k.get('errors'), 'd'):>7}{_pct(k):>8}"
+            f"{_fmt(k.get('server_cpu_us_per_unit'), '.1f'):>9}"
+        )
+    print()
     print(f"{'server CPU cost':<25}{'us/request':>12}{'req/s per core':>16}{'us/event':>10}{'events/s per core':>19}")
     for name in res:
         r = res[name]
@@ -468,6 +527,8 @@ def print_report(report: dict[str, Any]) -> None:
         ),
         ("SendMessage  SDK  / bare", rat["send_sdk_over_bare"], "", None),
         ("SendMessage  ours / SDK", rat["send_ours_over_sdk"], "", None),
+        ("Send->task   ours / bare", rat["task_ours_over_bare"], ">= 0.35", None),
+        ("Send->task   SDK  / bare", rat["task_sdk_over_bare"], "", None),
         (
             "SSE events/s ours / SDK",
             rat["sse_ours_over_sdk"],
@@ -491,12 +552,17 @@ def print_report(report: dict[str, Any]) -> None:
         if name.startswith("cand") and isinstance(cand, dict):
             print(f"\n{res[name]['server']} (measured / per server-CPU-second):")
             for key, label in (
+                ("task_over_bare", "Send->task   cand / bare"),
+                ("task_over_ours", "Send->task   cand / ours"),
+                ("p50_over_ours", "p50 send     cand / ours"),
+                ("lat_p50_over_ours", "p50 light    cand / ours"),
                 ("send_over_bare", "SendMessage  cand / bare"),
                 ("send_over_ours", "SendMessage  cand / ours"),
                 ("sse_over_sdk", "SSE events/s cand / SDK"),
                 ("sse_over_ours", "SSE events/s cand / ours"),
             ):
-                print(f"  {label:<25}{_fmt(cand[key], '.3f'):>9}{_fmt(cand['per_core_' + key], '.3f'):>12}")
+                per_core = cand.get("per_core_" + key)
+                print(f"  {label:<25}{_fmt(cand[key], '.3f'):>9}{_fmt(per_core, '.3f'):>12}")
     print()
 
 
@@ -519,6 +585,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--duration", type=float, default=8.0, help="seconds in each measurement window")
     p.add_argument("--repeat", type=int, default=1, help="windows per figure; the median is reported")
     p.add_argument("--no-sse", action="store_true")
+    p.add_argument("--no-task", action="store_true", help="skip the SendMessage-creates-a-task case")
+    p.add_argument(
+        "--latency-connections",
+        type=int,
+        default=0,
+        metavar="C",
+        help="also measure SendMessage latency at C connections (e.g. 8: p50 of a lightly loaded server)",
+    )
     p.add_argument(
         "--nice",
         type=int,
@@ -529,9 +603,18 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--ours-src", help="serve 'ours' from this source tree (a scratch copy of the repo)")
     p.add_argument(
         "--ours-store",
-        default="memory:",
-        help="task store for our server (a2a serve --store): memory: (default, like the SDK's "
-        "InMemoryTaskStore) or e.g. sqlite:///tmp/bench.db; '' = the CLI's own default",
+        default="sqlite",
+        help="task store for our server (a2a serve --store): sqlite (default: what a plain `a2a serve` "
+        "uses, a SQLite file, in a fresh file of this run), sqlite-full (the same, durability=full), "
+        "memory: (like the SDK's InMemoryTaskStore), any URL, or '' = the CLI's own default file",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="STORE",
+        help="also serve our echo agent from this checkout with this --store (same forms as "
+        "--ours-store, e.g. memory: or redis://127.0.0.1:6379/0); repeatable; measured interleaved",
     )
     p.add_argument(
         "--candidate",
@@ -550,6 +633,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if unknown := set(names) - set(SERVERS):
         p.error(f"unknown servers: {', '.join(sorted(unknown))}")
     args.candidates = {}
+    args.variant_stores = {}
+    for i, store in enumerate(args.variant, 1):
+        name = f"cand{len(args.candidate) + i}"
+        args.candidates[name] = REPO
+        args.variant_stores[name] = store
+        LABELS[name] = f"ours --store {store}"[:24]
     for i, folder in enumerate(args.candidate, 1):
         path = Path(folder).resolve()
         if not (path / "a2a" / "__init__.py").is_file():
@@ -599,6 +688,8 @@ def main(argv: list[str] | None = None) -> int:
 
     signal.signal(signal.SIGTERM, _on_sigterm)
     procs = Procs(RESULTS / "logs")
+    scratch = tempfile.TemporaryDirectory(prefix="a2a-bench-")
+    args.scratch = scratch.name
     results: dict[str, dict[str, Any]] = {}
     interrupted = None
     started = time.monotonic()
@@ -618,6 +709,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\ninterrupted ({interrupted}): stopping our processes", file=sys.stderr)
     finally:
         procs.stop_all()
+        scratch.cleanup()
 
     report = {
         "when": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),

@@ -17,7 +17,9 @@ from a2a.server.push.redis import RedisPushStore
 from a2a.server.push.sqlite import SQLitePushStore
 from tests.redis_server import redis_server
 
-STORES = ["memory", "sqlite", "redis"]
+# "sqlite-exclusive": what `a2a serve` opens (one process writes the file; the tasks with
+# configs are indexed in memory).
+STORES = ["memory", "sqlite", "sqlite-exclusive", "redis"]
 
 #: Bound on every wait in these tests.
 WAIT = 30.0
@@ -45,6 +47,8 @@ async def open_store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIte
             store = memory
         elif kind == "sqlite":
             store = SQLitePushStore(tmp_path / "tasks.db")
+        elif kind == "sqlite-exclusive":
+            store = SQLitePushStore(tmp_path / "tasks.db", exclusive=True)
         else:
             store = RedisPushStore(request.getfixturevalue("push_redis_url"), namespace=f"t-{tmp_path.name}")
         opened.append(store)

@@ -12,7 +12,9 @@ from a2a.server.stores.redis import RedisTaskStore
 from a2a.server.stores.sqlite import SQLiteTaskStore
 from tests.redis_server import redis_server
 
-STORES = ["memory", "sqlite", "redis"]
+# "sqlite-exclusive" is what `a2a serve` opens: the file locked for one process, whose
+# idempotency claims are decided in memory and committed with the next awaited write.
+STORES = ["memory", "sqlite", "sqlite-exclusive", "redis"]
 
 
 @pytest.fixture(scope="session")
@@ -29,6 +31,8 @@ async def store(request: pytest.FixtureRequest, tmp_path: Path) -> AsyncIterator
         made = InMemoryTaskStore()
     elif kind == "sqlite":
         made = SQLiteTaskStore(tmp_path / "tasks.db")
+    elif kind == "sqlite-exclusive":
+        made = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
     else:
         # A fresh namespace per test keeps tests apart on the one shared server.
         made = RedisTaskStore(request.getfixturevalue("redis_url"), namespace=f"t-{tmp_path.name}")

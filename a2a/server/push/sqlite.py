@@ -1,11 +1,20 @@
 """SQLite push store: configs and pending deliveries on disk, next to (or inside) the task database.
 
-Like ``SQLiteTaskStore``: one connection, used only from one dedicated thread, WAL mode,
+Like ``SQLiteTaskStore``: one writer with group commit (every write queued since the last
+commit in one transaction, each caller answered once it is committed), WAL mode,
 ``synchronous=NORMAL`` by default (a committed enqueue survives the process being killed;
 ``durability="full"`` survives power loss too). The tables (``push_configs``,
 ``push_deliveries``, ``push_leases``) are this store's own, so it may share the task store's
 file: each store has its own connection, and SQLite serialises their writes
 (``busy_timeout`` 5 s).
+
+**No store write, no thread hop, per event of a task without a webhook** (most tasks):
+``enqueue`` first asks which tasks have a live config. With ``exclusive=True`` (what ``a2a
+serve`` opens: no other process writes this file) that is an in-memory set of task ids, loaded
+from the file on first use (so it holds across restarts) and kept by this store's own config
+writes. Otherwise (several processes may register configs in the file) it is a primary-key
+lookup of committed configs, made on the calling thread: it sees every config any process has
+committed, and costs less than a thread hop.
 """
 
 from __future__ import annotations
@@ -55,34 +64,67 @@ CREATE TABLE IF NOT EXISTS push_leases (
 _CONFIG_COLUMNS = "owner, tenant, failures, failed, body"
 
 
-def _in_transaction(conn: sqlite3.Connection, fn: Callable[[sqlite3.Connection], T]) -> T:
-    """Run ``fn`` in one write transaction (the connection is in autocommit mode otherwise)."""
-    conn.execute("BEGIN IMMEDIATE")
-    try:
-        result = fn(conn)
-    except BaseException:
-        conn.execute("ROLLBACK")
-        raise
-    conn.execute("COMMIT")
-    return result
-
-
 class SQLitePushStore(PushStore):
-    def __init__(self, path: str | Path, *, durability: Literal["normal", "full"] = "normal") -> None:
+    def __init__(
+        self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
+    ) -> None:
         self.path = Path(path)
-        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite-push")
+        self.exclusive = exclusive
+        #: Tasks with at least one config that is not failed (``exclusive`` only; loaded lazily).
+        self._live: set[str] | None = None
+        self._db = SQLiteWorker(
+            self.path,
+            durability=durability,
+            schema=_SCHEMA,
+            thread_name="a2a-sqlite-push",
+            # Alone on the file, without fsync: batches commit on the loop's thread (SQLiteWorker).
+            inline=exclusive and durability == "normal",
+        )
         self._config_decoder = decoder_for(TaskPushNotificationConfig)
 
     # ---- plumbing ----------------------------------------------------------------------
 
     async def _transaction(self, fn: Callable[[sqlite3.Connection], T]) -> T:
-        return await self._db.run(lambda conn: _in_transaction(conn, fn))
+        """``fn`` inside the writer's next batch (one transaction, group commit); its result
+        once committed."""
+        return await self._db.write(fn)
 
     def _record(self, row: tuple[Any, ...]) -> PushConfigRecord:
         owner, tenant, failures, failed, body = row
         return PushConfigRecord(
             self._config_decoder.decode(body), owner=owner, tenant=tenant, failures=failures, failed=bool(failed)
         )
+
+    def _may_have_configs(self, task_id: str) -> bool:
+        """Whether ``task_id`` may have a live config (``False`` is certain)."""
+        if self.exclusive:
+            if self._live is None:
+
+                def load(conn: sqlite3.Connection) -> set[str]:
+                    sql = "SELECT DISTINCT task_id FROM push_configs WHERE failed = 0"
+                    return {row[0] for row in conn.execute(sql)}
+
+                self._live = self._db.read_now(load)
+            return task_id in self._live
+
+        def probe(conn: sqlite3.Connection) -> bool:
+            sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
+            return bool(conn.execute(sql, (task_id,)).fetchall())
+
+        return self._db.read_now(probe)
+
+    def _index(self, task_id: str, live: bool) -> None:
+        """Keep the in-memory index in step with a config write this store committed."""
+        if self._live is None:
+            return  # loaded from the file (with this write) on first use
+        if live:
+            self._live.add(task_id)
+        else:
+            self._live.discard(task_id)
+
+    def _live_configs(self, conn: sqlite3.Connection, task_id: str) -> bool:
+        sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
+        return conn.execute(sql, (task_id,)).fetchone() is not None
 
     # ---- configs ----------------------------------------------------------------------
 
@@ -103,7 +145,10 @@ class SQLitePushStore(PushStore):
             )
             return True
 
-        return await self._transaction(write)
+        stored = await self._transaction(write)
+        if stored:
+            self._index(record.task_id, True)
+        return stored
 
     async def get_config(self, task_id: str, config_id: str) -> PushConfigRecord | None:
         def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
@@ -113,7 +158,7 @@ class SQLitePushStore(PushStore):
             ).fetchone()
             return row
 
-        row = await self._db.run(read)
+        row = self._db.read_now(read)  # a primary-key lookup
         return None if row is None else self._record(row)
 
     async def list_configs(self, task_id: str) -> list[PushConfigRecord]:
@@ -123,17 +168,19 @@ class SQLitePushStore(PushStore):
             ).fetchall()
             return rows
 
-        return [self._record(row) for row in await self._db.run(read)]
+        return [self._record(row) for row in self._db.read_now(read)]  # by primary-key prefix
 
     async def delete_config(self, task_id: str, config_id: str) -> bool:
         key = (task_id, config_id)
 
-        def delete(conn: sqlite3.Connection) -> bool:
+        def delete(conn: sqlite3.Connection) -> tuple[bool, bool]:
             gone = conn.execute("DELETE FROM push_configs WHERE task_id = ? AND config_id = ?", key).rowcount
             conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key)
-            return gone > 0
+            return gone > 0, self._live_configs(conn, task_id)
 
-        return await self._transaction(delete)
+        deleted, live = await self._transaction(delete)
+        self._index(task_id, live)
+        return deleted
 
     # ---- deliveries ---------------------------------------------------------------------
 
@@ -166,14 +213,10 @@ class SQLitePushStore(PushStore):
                 queued.append(Enqueued(config_id, dropped))
             return queued
 
-        def write(conn: sqlite3.Connection) -> list[Enqueued]:
-            # Most tasks have no webhook: find that out without taking the write lock.
-            sql = "SELECT 1 FROM push_configs WHERE task_id = ? AND failed = 0 LIMIT 1"
-            if conn.execute(sql, (task_id,)).fetchone() is None:
-                return []
-            return _in_transaction(conn, queue_all)
-
-        return await self._db.run(write)
+        # Most tasks have no webhook: they cost no write and no thread hop per event.
+        if not self._may_have_configs(task_id):
+            return []
+        return await self._transaction(queue_all)
 
     async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
         key = (task_id, config_id)
@@ -194,7 +237,7 @@ class SQLitePushStore(PushStore):
                 (*key, *key),
             )
 
-        row = await self._db.run(read)
+        row = self._db.read_now(read)  # by primary-key prefix
         if row is None:
             return None
         if row[6] is None or row[5]:  # the config is gone or failed: its queue goes too
@@ -227,18 +270,21 @@ class SQLitePushStore(PushStore):
     async def fail_config(self, task_id: str, config_id: str) -> int:
         key = (task_id, config_id)
 
-        def write(conn: sqlite3.Connection) -> int:
+        def write(conn: sqlite3.Connection) -> tuple[int, bool]:
             conn.execute("UPDATE push_configs SET failed = 1 WHERE task_id = ? AND config_id = ?", key)
-            return int(conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key).rowcount)
+            dropped = conn.execute("DELETE FROM push_deliveries WHERE task_id = ? AND config_id = ?", key).rowcount
+            return int(dropped), self._live_configs(conn, task_id)
 
-        return await self._transaction(write)
+        dropped, live = await self._transaction(write)
+        self._index(task_id, live)
+        return dropped
 
     async def pending(self) -> list[QueueKey]:
         def read(conn: sqlite3.Connection) -> list[QueueKey]:
             rows = conn.execute("SELECT DISTINCT task_id, config_id FROM push_deliveries ORDER BY task_id, config_id")
             return [(str(task_id), str(config_id)) for task_id, config_id in rows]
 
-        return await self._db.run(read)
+        return await self._db.read(read)
 
     # ---- leases -------------------------------------------------------------------------
 
@@ -265,7 +311,7 @@ class SQLitePushStore(PushStore):
             sql = "DELETE FROM push_leases WHERE task_id = ? AND config_id = ? AND holder = ?"
             conn.execute(sql, (task_id, config_id, holder))
 
-        await self._db.run(write)
+        await self._db.write(write)
 
     async def close(self) -> None:
         await self._db.close()

@@ -1,23 +1,47 @@
 """SQLite task store: the embedded durable default for ``a2a serve``.
 
-One connection, used only from one dedicated thread (SQLite connections are not shared across
-threads), in WAL mode. With ``synchronous=NORMAL`` (the default here) a committed write
+WAL mode, written by one writer thread with *group commit* (``SQLiteWorker``): every write
+queued since the last commit goes into one transaction, and each caller is answered once that
+transaction is committed. With ``synchronous=NORMAL`` (the default here) a committed write
 survives the server process being killed (SIGKILL, crash) but a power loss may lose the last
 transactions; ``durability="full"`` (``synchronous=FULL``) survives power loss too, at the cost
-of an fsync per write. Every ``save`` is one transaction, committed before the handler tells
-anyone about the change, so an accepted task (its id returned to a caller) is on disk.
+of one fsync per batch. ``save`` returns once its batch is committed, and the handler tells
+nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
+Saves of one task in one batch are merged (the last carries the whole state).
+
+**The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
+only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
+primary-key lookup of the committed ones; its row is queued without waiting and committed with
+the next write anybody awaits (the task's first save, or the recorded reply), which the
+handler always awaits before it answers. Without ``exclusive`` several processes may claim, so
+the claim waits for its own commit.
+
+**Retention** (``task_retention``, ``idempotency_retention``, seconds; 0 keeps forever): a
+background sweep deletes tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) longer ago
+than ``task_retention`` and idempotency records older than ``idempotency_retention``, a few
+hundred rows per write so that requests are never stalled behind it. The idempotency retention
+may not exceed the task retention: a record must not outlive its task (a retry would find the
+record, not the task, and run the message again).
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
+import math
 import sqlite3
+import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
+import msgspec
+
 from ...errors import A2AError
 from ...protocol.codec import decoder_for, encode
-from ...types import Message, Task
+from ...types import Message, Part, Task, TaskState
 from ..backend import Backend, BackendURL
 from ..push.sqlite import SQLitePushStore
 from ..store import (
@@ -33,6 +57,24 @@ from ..store import (
 from .sqlite_worker import SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
+
+
+log = logging.getLogger("a2a.server.sqlite")
+
+#: Default retention of finished tasks: 7 days (documented in protocol.md).
+DEFAULT_TASK_RETENTION = 7 * 24 * 3600.0
+#: Default retention of idempotency records (a retried messageId finds its outcome): 1 day.
+DEFAULT_IDEMPOTENCY_RETENTION = 24 * 3600.0
+#: A task with at most this many history messages and artifact parts is written whole in its
+#: row; past it, what it gains is appended as rows of its own (see ``SQLiteTaskStore._split``).
+INLINE_ITEMS = 32
+#: Rows deleted per sweep write: small, so the writes queued behind it wait little.
+SWEEP_CHUNK = 500
+
+_TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
+_ENDED = tuple(s for s in TaskState if s.is_terminal)
+#: Written out (not bound): SQLite uses a partial index only for the very same condition.
+_ACTIVE_SQL = ", ".join(sorted(f"'{s.value}'" for s in ACTIVE_STATES))
 
 
 class StoreInUseError(A2AError):
@@ -53,7 +95,15 @@ CREATE TABLE IF NOT EXISTS tasks (
     body BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
-CREATE INDEX IF NOT EXISTS tasks_by_state ON tasks (state);
+CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state) WHERE state IN ({active});
+CREATE INDEX IF NOT EXISTS tasks_ended_by_ts ON tasks (ts) WHERE state IN ({ended});
+CREATE TABLE IF NOT EXISTS task_parts (
+    seq INTEGER PRIMARY KEY,
+    task_id TEXT NOT NULL,
+    artifact_id TEXT,
+    parts BLOB NOT NULL
+);
+CREATE INDEX IF NOT EXISTS task_parts_by_task ON task_parts (task_id, seq);
 CREATE TABLE IF NOT EXISTS messages (
     owner TEXT NOT NULL,
     tenant TEXT NOT NULL,
@@ -61,23 +111,104 @@ CREATE TABLE IF NOT EXISTS messages (
     fingerprint TEXT NOT NULL,
     task_id TEXT,
     message BLOB,
+    at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (owner, tenant, message_id)
 );
-"""
+""".format(ended=", ".join(f"'{state}'" for state in _TERMINAL), active=_ACTIVE_SQL)
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """A file written before ``messages.at`` existed gets the column (its old records count as
+    old: the first sweep removes them)."""
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(messages)")]
+    if columns and "at" not in columns:
+        conn.execute("ALTER TABLE messages ADD COLUMN at REAL NOT NULL DEFAULT 0")
+    # Replaced by the partial index ``tasks_active`` (kept up only while a task runs).
+    conn.execute("DROP INDEX IF EXISTS tasks_by_state")
+
+
+_UPSERT_MESSAGE = (
+    "INSERT INTO messages (owner, tenant, message_id, fingerprint, task_id, message, at) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, tenant, message_id) DO UPDATE SET "
+    "fingerprint=excluded.fingerprint, task_id=excluded.task_id, message=excluded.message"
+)
+
+
+@dataclass(slots=True)
+class _Shape:
+    """A task's lists as last saved: per list (``None``: the history; else an artifact id) its
+    last item saved and how many items are on disk; and how many appended rows the task has."""
+
+    lists: dict[str | None, tuple[Any, int]]
+    rows: int
+    #: Its lists are in rows of their own (else the whole task is in its row).
+    split: bool
+
+
+#: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
+_PartRows = dict[str, list[tuple[str | None, bytes]]]
+
+
+def _parts_of(conn: sqlite3.Connection, task_ids: Sequence[str]) -> _PartRows:
+    """The appended part rows of these tasks, in order, by task id."""
+    found: _PartRows = {}
+    for start in range(0, len(task_ids), 500):
+        chunk = task_ids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        sql = f"SELECT task_id, artifact_id, parts FROM task_parts WHERE task_id IN ({marks}) ORDER BY seq"  # marks
+        for task_id, artifact_id, blob in conn.execute(sql, chunk):
+            found.setdefault(task_id, []).append((artifact_id, blob))
+    return found
 
 
 class SQLiteTaskStore(TaskStore):
     def __init__(
-        self, path: str | Path, *, durability: Literal["normal", "full"] = "normal", exclusive: bool = False
+        self,
+        path: str | Path,
+        *,
+        durability: Literal["normal", "full"] = "normal",
+        exclusive: bool = False,
+        task_retention: float = DEFAULT_TASK_RETENTION,
+        idempotency_retention: float = DEFAULT_IDEMPOTENCY_RETENTION,
+        sweep_interval: float | None = None,
     ) -> None:
+        if task_retention < 0 or idempotency_retention < 0:
+            raise ValueError("retention must be >= 0 seconds (0 keeps forever)")
+        if task_retention and (not idempotency_retention or idempotency_retention > task_retention):
+            raise ValueError(
+                "idempotency_retention must be at most task_retention: an idempotency record must not "
+                "outlive its task (a retry would run the message again)"
+            )
         self.path = Path(path)
         self._lock_file: Any = None
+        self.exclusive = exclusive
         if exclusive:
             self._lock_exclusively()
         self.durability = durability
-        self._db = SQLiteWorker(self.path, durability=durability, schema=_SCHEMA, thread_name="a2a-sqlite")
+        self.task_retention = task_retention
+        self.idempotency_retention = idempotency_retention
+        shortest = min(r for r in (task_retention, idempotency_retention, 3600.0) if r)
+        #: How often the sweep looks for expired rows: a tenth of the shorter retention, but
+        #: at least every 6 minutes and at most every second.
+        self.sweep_interval = sweep_interval if sweep_interval is not None else max(1.0, shortest / 10)
+        self._db = SQLiteWorker(
+            self.path,
+            durability=durability,
+            schema=_SCHEMA,
+            thread_name="a2a-sqlite",
+            # Alone on the file, without fsync: batches commit on the loop's thread (SQLiteWorker).
+            inline=exclusive and durability == "normal",
+            migrate=_migrate,
+        )
         self._task_decoder = decoder_for(Task)
         self._message_decoder = decoder_for(Message)
+        #: Claims decided here whose rows are not committed yet (``exclusive`` only).
+        self._pending_claims: dict[tuple[str, str, str], IdempotencyRecord] = {}
+        self._sweeper: asyncio.Task[None] | None = None
+        self._parts_decoder = decoder_for(list[Part])
+        self._history_decoder = decoder_for(list[Message])
+        #: Per task saved here and not ended: what its part rows hold (see ``_split``).
+        self._shapes: dict[str, _Shape] = {}
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -98,23 +229,42 @@ class SQLiteTaskStore(TaskStore):
 
     # ---- plumbing ----------------------------------------------------------------------
 
-    def _record(self, row: tuple[Any, ...]) -> TaskRecord:
-        owner, tenant, last_seq, body = row
-        return TaskRecord(self._task_decoder.decode(body), owner=owner, tenant=tenant, last_seq=last_seq)
+    def _record(self, row: tuple[Any, ...], parts: Sequence[tuple[str | None, bytes]] = ()) -> TaskRecord:
+        """A task from its row and its appended rows (``task_parts``, in order)."""
+        _task_id, owner, tenant, last_seq, body = row
+        task = self._task_decoder.decode(body)
+        if parts:
+            by_id = {artifact.artifact_id: artifact for artifact in task.artifacts or []}
+            for artifact_id, blob in parts:
+                if artifact_id is None:
+                    task.history = [*(task.history or []), *self._history_decoder.decode(blob)]
+                elif (artifact := by_id.get(artifact_id)) is not None:
+                    artifact.parts.extend(self._parts_decoder.decode(blob))
+        return TaskRecord(task, owner=owner, tenant=tenant, last_seq=last_seq)
+
+    def _records(self, rows: Sequence[tuple[Any, ...]], parts: _PartRows) -> list[TaskRecord]:
+        return [self._record(row, parts.get(row[0], ())) for row in rows]
+
+    def _started(self) -> None:
+        """First write on a running loop: start the retention sweep."""
+        if self._sweeper is None and (self.task_retention or self.idempotency_retention):
+            self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="a2a-sqlite-sweep")
 
     # ---- TaskStore ---------------------------------------------------------------------
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        def query(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
-            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE id = ?"
-            row: tuple[Any, ...] | None = conn.execute(sql, (task_id,)).fetchone()
-            return row
+        def query(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows]:
+            sql = "SELECT id, owner, tenant, last_seq, body FROM tasks WHERE id = ?"
+            rows: list[tuple[Any, ...]] = conn.execute(sql, (task_id,)).fetchall()
+            return rows, _parts_of(conn, [task_id] if rows else [])
 
-        row = await self._db.run(query)
-        return None if row is None else self._record(row)
+        rows, parts = self._db.read_now(query)
+        return self._records(rows, parts)[0] if rows else None
 
     async def save(self, record: TaskRecord) -> None:
+        self._started()
         task = record.task
+        skeleton, parts, replace_parts = self._split(task)
         values = (
             task.id,
             record.owner,
@@ -123,10 +273,10 @@ class SQLiteTaskStore(TaskStore):
             task.status.state.value,
             task.status.timestamp or "",
             record.last_seq,
-            encode(task),  # encoded here, on the loop, so later changes to ``task`` cannot race it
+            encode(skeleton),  # encoded here, on the loop, so later changes to ``task`` cannot race it
         )
 
-        def write(conn: sqlite3.Connection) -> None:
+        def write_task(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
@@ -135,7 +285,78 @@ class SQLiteTaskStore(TaskStore):
                 values,
             )
 
-        await self._db.run(write)
+        def write_all(conn: sqlite3.Connection) -> None:
+            if replace_parts:
+                conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task.id,))
+            conn.executemany(
+                "INSERT INTO task_parts (task_id, artifact_id, parts) VALUES (?, ?, ?)",
+                [(task.id, artifact_id, blob) for artifact_id, blob in parts],
+            )
+            write_task(conn)
+
+        try:
+            if parts or replace_parts:
+                # Appended parts are rows of their own, in order: this write is never merged away.
+                await self._db.write(write_all)
+            else:
+                # Saves of one task in one batch: the last one (the task as it is now) is written.
+                await self._db.write(write_task, key=("task", task.id))
+        except BaseException:
+            self._shapes.pop(task.id, None)  # what is on disk is unknown: the next save rewrites it
+            raise
+
+    def _split(self, task: Task) -> tuple[Task, list[tuple[str | None, bytes]], bool]:
+        """The task's row (the task without its history and its artifacts' parts), the rows to
+        append (``None`` for history messages or an artifact id for its parts, with the encoded
+        list) and whether they replace every appended row of the task.
+
+        Only what was added since this store's last save of the task is encoded and written,
+        when each list (the history, an artifact's parts) still holds, at the position last
+        saved, the very object saved last (the handler only appends to them): the cost of a save
+        does not grow with the task. Otherwise (the first save here, an artifact replaced or
+        removed) everything is written again, one row per list; so is a task that ends, once,
+        so that reading a finished task joins one row per list.
+
+        A small task (at most ``INLINE_ITEMS`` messages and parts) is written whole in its row:
+        rewriting it costs less than rows of its own. Rows an earlier save (or run) may have
+        left are then deleted, unless this store knows there are none."""
+        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
+        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
+        shape = self._shapes.get(task.id)
+        ended = task.status.state in _ENDED  # identity hits: cheaper than the enum's hash
+        if sum(len(items) for _, items in lists) <= INLINE_ITEMS:
+            if ended:
+                self._shapes.pop(task.id, None)
+            else:
+                self._shapes[task.id] = _Shape({}, 0, split=False)
+            return task, [], shape is None or shape.split
+        appended: list[tuple[str | None, bytes]] = []
+        # First save here, a task written whole so far, or a list removed: every row anew.
+        full = shape is None or not shape.split or len(shape.lists) > len(lists)
+        if shape is not None and not full:
+            for key, items in lists:
+                last, count = shape.lists.get(key, (None, 0))
+                if count > len(items) or (count and items[count - 1] is not last):
+                    full = True  # replaced, or shrunk
+                    break
+                if len(items) > count:
+                    appended.append((key, encode(items[count:])))
+            # A task that ends is compacted once: one row per list for every later read.
+            full = full or (ended and shape.rows + len(appended) > sum(1 for _, items in lists if items))
+        if full:
+            appended = [(key, encode(items)) for key, items in lists if items]
+        rows = len(appended) if full or shape is None else shape.rows + len(appended)
+        if ended:
+            self._shapes.pop(task.id, None)
+        else:
+            marks = {key: (items[-1] if items else None, len(items)) for key, items in lists}
+            self._shapes[task.id] = _Shape(marks, rows, split=True)
+        skeleton = msgspec.structs.replace(
+            task,
+            history=[] if task.history is not None else None,
+            artifacts=[msgspec.structs.replace(a, parts=[]) for a in task.artifacts] if task.artifacts else None,
+        )
+        return skeleton, appended, full
 
     async def list(self, query: TaskQuery) -> TaskPage:
         where = ["owner = ?", "tenant = ?"]
@@ -156,82 +377,203 @@ class SQLiteTaskStore(TaskStore):
             page_where += " AND (ts, id) < (?, ?)"
             page_args += [stamp, task_id]
 
-        def run(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], int]:
+        def run(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows, int]:
             rows = conn.execute(
-                f"SELECT owner, tenant, last_seq, body FROM tasks WHERE {page_where} "  # fixed fragments only
+                f"SELECT id, owner, tenant, last_seq, body FROM tasks WHERE {page_where} "  # fixed fragments only
                 "ORDER BY ts DESC, id DESC LIMIT ?",
                 (*page_args, query.page_size + 1),
             ).fetchall()
+            rows = rows[: query.page_size + 1]
             total = conn.execute(f"SELECT COUNT(*) FROM tasks WHERE {filters}", args).fetchone()[0]
-            return rows, int(total)
+            return rows, _parts_of(conn, [row[0] for row in rows[: query.page_size]]), int(total)
 
-        rows, total = await self._db.run(run)
-        records = [self._record(row) for row in rows[: query.page_size]]
+        rows, parts, total = await self._db.read(run)
+        records = self._records(rows[: query.page_size], parts)
         more = len(rows) > query.page_size
         return TaskPage(records, encode_cursor(records[-1].task) if more and records else "", total)
 
     async def unfinished(self) -> Sequence[TaskRecord]:
-        states = tuple(state.value for state in ACTIVE_STATES)
+        def query(conn: sqlite3.Connection) -> tuple[list[tuple[Any, ...]], _PartRows]:
+            sql = f"SELECT id, owner, tenant, last_seq, body FROM tasks WHERE state IN ({_ACTIVE_SQL})"  # constants
+            rows: list[tuple[Any, ...]] = conn.execute(sql).fetchall()
+            return rows, _parts_of(conn, [row[0] for row in rows])
 
-        def query(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            sql = "SELECT owner, tenant, last_seq, body FROM tasks WHERE state IN (?, ?)"
-            rows: list[tuple[Any, ...]] = conn.execute(sql, states).fetchall()
-            return rows
-
-        return [self._record(row) for row in await self._db.run(query)]
+        rows, parts = await self._db.read(query)
+        return self._records(rows, parts)
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        def claim(conn: sqlite3.Connection) -> bool:
+        self._started()
+        if not self.exclusive:
+            return await self._claim_and_wait(key, record)
+        existing = self._pending_claims.get(key) or self._committed_message(key)
+        if existing is not None:
+            return existing
+        # Ours: queued, not awaited. It commits with (or before) the next write anybody awaits,
+        # and the handler awaits one (the task's save, or the recorded reply) before it answers.
+        self._write_message(key, record, wait=False)
+        return None
+
+    async def _claim_and_wait(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
+        values = (*key, record.fingerprint, record.task_id, time.time())
+
+        def claim(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             cursor = conn.execute(
-                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id) "
-                "VALUES (?, ?, ?, ?, ?)",
-                (*key, record.fingerprint, record.task_id),
+                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id, at) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                values,
             )
-            return cursor.rowcount == 1
-
-        if await self._db.run(claim):
-            return None
-        return await self.get_message(key)
-
-    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
-        def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
+            if cursor.rowcount == 1:
+                return None
             row: tuple[Any, ...] | None = conn.execute(
                 "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
                 key,
             ).fetchone()
             return row
 
-        row = await self._db.run(read)
-        if row is None:
-            return None
+        row = await self._db.write(claim)
+        return None if row is None else self._idempotency(row)
+
+    def _idempotency(self, row: tuple[Any, ...]) -> IdempotencyRecord:
         fingerprint, task_id, message = row
         return IdempotencyRecord(
             fingerprint, task_id, None if message is None else self._message_decoder.decode(message)
         )
 
-    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+    def _committed_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+            rows: list[tuple[Any, ...]] = conn.execute(
+                "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
+                key,
+            ).fetchall()
+            return rows
+
+        rows = self._db.read_now(read)
+        return self._idempotency(rows[0]) if rows else None
+
+    def _write_message(self, key: tuple[str, str, str], record: IdempotencyRecord, *, wait: bool) -> Any:
         message = None if record.message is None else encode(record.message)
-        values = (record.fingerprint, record.task_id, message, *key)
+        values = (*key, record.fingerprint, record.task_id, message, time.time())
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "UPDATE messages SET fingerprint = ?, task_id = ?, message = ? "
-                "WHERE owner = ? AND tenant = ? AND message_id = ?",
-                values,
-            )
+            conn.execute(_UPSERT_MESSAGE, values)
 
-        await self._db.run(write)
+        if not self.exclusive:
+            return self._db.write(write, key=("message", key))
+        # Seen by later claims until it is committed (then the lookup finds it on disk).
+        pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        future = self._db.defer(write, key=("message", key))
+
+        def committed(done: asyncio.Future[Any]) -> None:
+            if self._pending_claims.get(key) is pending:
+                del self._pending_claims[key]
+            if not done.cancelled():
+                done.exception()  # reported by the worker's log when nobody waits
+
+        future.add_done_callback(committed)
+        return future if wait else None
+
+    async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
+        pending = self._pending_claims.get(key)
+        if pending is not None:
+            return IdempotencyRecord(pending.fingerprint, pending.task_id, pending.message)
+        return self._committed_message(key)
+
+    async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
+        self._started()
+        # One row per messageId: a claim still queued and this update merge into one write.
+        await self._write_message(key, record, wait=True)
+
+    # ---- retention ------------------------------------------------------------------------
+
+    async def _sweep_forever(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            try:
+                await self.sweep()
+            except asyncio.CancelledError:
+                raise
+            except Exception:  # noqa: BLE001 - a sweep that failed is tried again at the next interval
+                log.warning("retention sweep of %s failed; trying again in %.0f s", self.path, self.sweep_interval)
+
+    async def sweep(self, now: float | None = None) -> int:
+        """Delete what is past its retention, a chunk per write; returns the rows deleted."""
+        now = time.time() if now is None else now
+        deleted = 0
+        if self.idempotency_retention:
+            cutoff = now - self.idempotency_retention
+
+            def messages(conn: sqlite3.Connection) -> int:
+                # Rows are claimed in time order, so rowid order is ``at`` order: the oldest
+                # come first, and the sweep stops at the first one still kept (no index on
+                # ``at`` to keep up per request).
+                sql = "SELECT rowid, at FROM messages ORDER BY rowid LIMIT ?"
+                rows = conn.execute(sql, (SWEEP_CHUNK,)).fetchall()
+                expired = []
+                for rowid, at in rows:
+                    if at >= cutoff:
+                        break
+                    expired.append((rowid,))
+                conn.executemany("DELETE FROM messages WHERE rowid = ?", expired)
+                return len(expired)
+
+            while (n := await self._db.write(messages)) > 0:
+                deleted += n
+                if n < SWEEP_CHUNK:
+                    break
+        if self.task_retention:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - self.task_retention))
+            marks = ",".join("?" * len(_TERMINAL))
+
+            def tasks(conn: sqlite3.Connection) -> int:
+                ids = [
+                    (row[0],)
+                    for row in conn.execute(
+                        f"SELECT id FROM tasks WHERE state IN ({marks}) AND ts < ? LIMIT ?",  # fixed fragments only
+                        (*_TERMINAL, stamp, SWEEP_CHUNK),
+                    )
+                ]
+                conn.executemany("DELETE FROM tasks WHERE id = ?", ids)
+                conn.executemany("DELETE FROM task_parts WHERE task_id = ?", ids)
+                # The push store's rows of these tasks, when it shares this file.
+                tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+                for table in ("push_configs", "push_deliveries", "push_leases"):
+                    if table in tables:
+                        conn.executemany(f"DELETE FROM {table} WHERE task_id = ?", ids)  # fixed names only
+                return len(ids)
+
+            while (n := await self._db.write(tasks)) > 0:
+                deleted += n
+                if n < SWEEP_CHUNK:
+                    break
+        return deleted
 
     async def close(self) -> None:
+        if self._sweeper is not None:
+            self._sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._sweeper
+            self._sweeper = None
         await self._db.close()
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
 
 
+def _seconds(url: BackendURL, name: str, default: float) -> float:
+    raw = url.option(name, "")
+    try:
+        value = float(raw) if raw else default
+    except ValueError:
+        value = -1.0
+    if not (math.isfinite(value) and value >= 0):
+        raise url.error(f"{name} must be a number of seconds >= 0 (0 keeps forever), got {raw!r}")
+    return value
+
+
 def open_sqlite_backend(url: BackendURL) -> Backend:
     """``sqlite:///relative/tasks.db`` or ``sqlite:////absolute/tasks.db`` (SQLAlchemy's
-    convention: exactly one slash is dropped), ``?durability=full``: tasks and push configs in
+    convention: exactly one slash is dropped), ``?durability=full``, ``?task_retention=SECONDS``,
+    ``?idempotency_retention=SECONDS`` (0 keeps forever; see the module docstring): tasks and push configs in
     that file (own tables, own connections); events in memory (one process serves the file)."""
     if url.netloc or len(url.path) < 2:
         raise url.error("write sqlite:///relative/path.db or sqlite:////absolute/path.db")
@@ -239,5 +581,16 @@ def open_sqlite_backend(url: BackendURL) -> Backend:
     if durability not in ("normal", "full"):
         raise url.error(f"durability must be normal or full, got {durability!r}")
     level: Literal["normal", "full"] = "full" if durability == "full" else "normal"
-    tasks = SQLiteTaskStore(url.path[1:], durability=level, exclusive=url.exclusive)
-    return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level))
+    task_retention = _seconds(url, "task_retention", DEFAULT_TASK_RETENTION)
+    idempotency_retention = _seconds(url, "idempotency_retention", DEFAULT_IDEMPOTENCY_RETENTION)
+    try:
+        tasks = SQLiteTaskStore(
+            url.path[1:],
+            durability=level,
+            exclusive=url.exclusive,
+            task_retention=task_retention,
+            idempotency_retention=idempotency_retention,
+        )
+    except ValueError as exc:
+        raise url.error(str(exc)) from None
+    return Backend(tasks, push=SQLitePushStore(tasks.path, durability=level, exclusive=url.exclusive))

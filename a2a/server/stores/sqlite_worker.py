@@ -1,53 +1,380 @@
-"""One SQLite connection, used only from its own thread (SQLite connections are not shared
-across threads), in WAL mode; coroutines hand it work with ``run``."""
+"""SQLite connections for one store file, each used by one thread, in WAL mode.
+
+- **Writes: group commit.** One writer thread owns the write connection. Coroutines queue
+  writes with ``write``; the writer drains everything queued since its last commit into *one*
+  transaction, commits it (with ``durability="full"``: one fsync for the whole batch), and only
+  then answers each caller. A caller is thus never told anything before its write is durable,
+  and a busy server pays one commit (one fsync) per batch instead of one per write. Writes with
+  the same ``key`` in one batch are merged: only the last runs (each carries the whole new
+  state, e.g. a task save), and all their callers are answered by its commit.
+- Writes queued during one iteration of the event loop reach the writer together. Where the
+  writer is: with ``inline=True`` (``durability="normal"`` on a file no other process writes:
+  what ``a2a serve`` runs) the batch is committed on the event loop's own thread at the end of
+  the iteration, before the loop goes on: the commit is a ``write()`` of the new pages to the
+  WAL (no fsync, no lock held by anybody else to wait for), cheaper than two thread hand-overs,
+  and the loop cannot answer anybody in between. Checkpoints (copying the WAL into the file,
+  with an fsync) then run on the reader thread, every ``CHECKPOINT_EVERY`` batches, never in a
+  commit on the loop. Otherwise (``durability="full"``: an fsync per batch; or a file other
+  processes write: a busy wait for their lock) the writer is a thread of its own: one wake-up
+  of it per batch, one wake-up of the loop to answer the batch.
+- ``defer`` queues a write nobody waits for: it is committed with (or before) the next write
+  that anybody awaits, since the queue is committed in order. For a row whose commit only
+  matters together with a later one (the idempotency claim, before the task's first save).
+- **Reads** see only committed data: ``read`` runs on a reader thread with its own connection
+  (queries that may scan), ``read_now`` runs on the calling (event loop) thread with a third
+  connection, for point lookups by primary key that cost less than a thread hop.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
+import os
+import queue
 import sqlite3
 import threading
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Literal, TypeVar
+from typing import Any, Literal, TypeVar
 
 __all__ = ["SQLiteWorker"]
 
 T = TypeVar("T")
 
+log = logging.getLogger("a2a.server.sqlite")
+
+#: Environment hook for the durability tests only: seconds the writer sleeps after running a
+#: batch and before committing it (so that a test can kill the server in between).
+COMMIT_DELAY_ENV = "A2A_TEST_SQLITE_COMMIT_DELAY"
+
+
+@dataclass(slots=True)
+class _Op:
+    fn: Callable[[sqlite3.Connection], Any]
+    key: Hashable | None
+    future: asyncio.Future[Any] | None
+    loop: asyncio.AbstractEventLoop | None
+    #: Nobody need wait for it (``defer``): a failure is logged.
+    deferred: bool = False
+    result: Any = None
+    error: BaseException | None = None
+    #: Merged into a later op with the same key: answered by that op's commit.
+    merged: bool = False
+
+
+@dataclass(slots=True)
+class _Outbox:
+    """Writes queued on one event loop during the current iteration."""
+
+    ops: list[_Op] = field(default_factory=list)
+
+
+_STOP = object()
+#: Inline writer: a checkpoint after this many batches (WAL pages pile up until then).
+CHECKPOINT_EVERY = 200
+#: Inline writer: past this WAL size a checkpoint holds the writes until it reaches the end.
+WAL_LIMIT = 32 * 1024 * 1024
+
+
+Migration = Callable[[sqlite3.Connection], None]
+
+
+def _open(path: Path, durability: str, schema: str | None, migrate: Migration | None = None) -> sqlite3.Connection:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, isolation_level=None, check_same_thread=False)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute(f"PRAGMA synchronous={'FULL' if durability == 'full' else 'NORMAL'}")
+    conn.execute("PRAGMA busy_timeout=5000")
+    if migrate is not None:
+        migrate(conn)
+    if schema is not None:
+        conn.executescript(schema)
+    return conn
+
 
 class SQLiteWorker:
-    def __init__(self, path: Path, *, durability: Literal["normal", "full"], schema: str, thread_name: str) -> None:
+    def __init__(
+        self,
+        path: Path,
+        *,
+        durability: Literal["normal", "full"],
+        schema: str,
+        thread_name: str,
+        migrate: Migration | None = None,
+        inline: bool = False,
+    ) -> None:
+        if inline and durability == "full":
+            raise ValueError("an fsync must not block the event loop: inline needs durability='normal'")
         self.path = path
+        self.inline = inline
+        self._inline_conn: sqlite3.Connection | None = None
+        #: Inline only: batches committed since the last checkpoint, and the checkpoint running.
+        self._since_checkpoint = 0
+        self._checkpointing = False
+        #: Writes held while a checkpoint that must reach the WAL's end runs (``None``: none).
+        self._held: list[_Op] | None = None
+        self._checkpoint_run: asyncio.Future[None] | None = None
+        self._migrate = migrate
         self.durability = durability
         self._schema = schema
-        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix=thread_name)
-        self._conn: sqlite3.Connection | None = None
-        self._open_lock = threading.Lock()
+        self._thread_name = thread_name
+        self._queue: queue.SimpleQueue[list[_Op] | object] = queue.SimpleQueue()
+        self._writer: threading.Thread | None = None
+        self._start_lock = threading.Lock()
+        self._ready = threading.Event()
+        self._open_error: BaseException | None = None
+        self._outboxes: dict[asyncio.AbstractEventLoop, _Outbox] = {}
+        self._reader = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"{thread_name}-read")
+        self._read_conn: sqlite3.Connection | None = None
+        self._now_conn: sqlite3.Connection | None = None
+        self._commit_delay = float(os.environ.get(COMMIT_DELAY_ENV, "0") or 0)
 
-    def _connection(self) -> sqlite3.Connection:
-        """Opened on first use, in the worker thread."""
-        if self._conn is None:
-            with self._open_lock:
-                if self._conn is None:
-                    self.path.parent.mkdir(parents=True, exist_ok=True)
-                    conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=True)
-                    conn.execute("PRAGMA journal_mode=WAL")
-                    conn.execute(f"PRAGMA synchronous={'FULL' if self.durability == 'full' else 'NORMAL'}")
-                    conn.execute("PRAGMA busy_timeout=5000")
-                    conn.executescript(self._schema)
-                    self._conn = conn
-        return self._conn
+    # ---- writes -------------------------------------------------------------------------
 
-    async def run(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+    def _start(self) -> None:
+        """The writer opens the file (creating the schema) on first use."""
+        if self.inline:
+            if self._inline_conn is None:
+                conn = _open(self.path, self.durability, self._schema, self._migrate)
+                # Checkpoints (which copy the WAL into the file, and fsync it) run on the
+                # reader thread, never inside a commit on the loop.
+                conn.execute("PRAGMA wal_autocheckpoint=0")
+                self._inline_conn = conn
+            return
+        if self._writer is None:
+            with self._start_lock:
+                if self._writer is None:
+                    thread = threading.Thread(target=self._write_loop, name=self._thread_name, daemon=True)
+                    thread.start()
+                    self._writer = thread
+                    self._ready.wait()
+        if self._open_error is not None:
+            raise self._open_error
+
+    def _enqueue(self, op: _Op) -> None:
+        self._start()
+        loop = op.loop
+        if loop is None:
+            self._queue.put([op])
+            return
+        outbox = self._outboxes.get(loop)
+        if outbox is None:
+            outbox = self._outboxes[loop] = _Outbox()
+            # Everything queued in this iteration of the loop goes to the writer at once.
+            loop.call_soon(self._flush, loop)
+        outbox.ops.append(op)
+
+    def _flush(self, loop: asyncio.AbstractEventLoop) -> None:
+        outbox = self._outboxes.pop(loop, None)
+        if outbox is not None and outbox.ops:
+            if self._held is not None:
+                self._held.extend(outbox.ops)  # committed once the checkpoint is done
+            elif self._inline_conn is not None:
+                self._run_batch(self._inline_conn, outbox.ops)
+                self._since_checkpoint += 1
+                if self._since_checkpoint >= CHECKPOINT_EVERY:
+                    if not self._checkpointing:
+                        self._checkpoint(loop)
+                    elif self._wal_too_big():
+                        # The running checkpoint is slow (its fsync): hold the writes now; a
+                        # truncating one follows it.
+                        self._held = []
+            else:
+                self._queue.put(outbox.ops)
+
+    async def write(self, fn: Callable[[sqlite3.Connection], T], *, key: Hashable | None = None) -> T:
+        """Run ``fn`` in the next batch; returns its result once the batch is committed."""
         loop = asyncio.get_running_loop()
-        return await loop.run_in_executor(self._executor, lambda: fn(self._connection()))
+        future: asyncio.Future[T] = loop.create_future()
+        self._enqueue(_Op(fn, key, future, loop))
+        return await future
 
-    async def close(self) -> None:
-        def shut(conn: sqlite3.Connection) -> None:
+    def defer(self, fn: Callable[[sqlite3.Connection], object], *, key: Hashable | None = None) -> asyncio.Future[Any]:
+        """Queue ``fn`` for the next batch without waiting for it (see the module docstring).
+
+        The returned future is done once the batch is committed; a failure is logged here,
+        since nobody may be waiting for it."""
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[Any] = loop.create_future()
+        self._enqueue(_Op(fn, key, future, loop, deferred=True))
+        return future
+
+    def _write_loop(self) -> None:
+        try:
+            conn = _open(self.path, self.durability, self._schema, self._migrate)
+        except BaseException as exc:  # noqa: BLE001 - reported to every caller of _start
+            self._open_error = exc
+            self._ready.set()
+            return
+        self._ready.set()
+        try:
+            while True:
+                item = self._queue.get()
+                batch: list[_Op] = []
+                stop = False
+                while True:
+                    if item is _STOP:
+                        stop = True
+                    else:
+                        assert isinstance(item, list)
+                        batch.extend(item)
+                    try:
+                        item = self._queue.get_nowait()
+                    except queue.Empty:
+                        break
+                self._run_batch(conn, batch)
+                if stop:
+                    return
+        finally:
             conn.close()
 
-        if self._conn is not None:
-            await self.run(shut)
-            self._conn = None
-        self._executor.shutdown(wait=True)
+    def _run_batch(self, conn: sqlite3.Connection, batch: list[_Op]) -> None:
+        self._commit_group(conn, batch)
+        self._answer(batch)
+
+    def _commit_group(self, conn: sqlite3.Connection, group: list[_Op]) -> None:
+        if not group:
+            return
+        last: dict[Hashable, _Op] = {}
+        for op in group:
+            if op.key is not None:
+                last[op.key] = op
+        live = []
+        for op in group:
+            if op.key is not None and last[op.key] is not op:
+                op.merged = True
+            else:
+                live.append(op)
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            for op in live:
+                op.result = op.fn(conn)
+            if self._commit_delay:
+                time.sleep(self._commit_delay)
+            conn.execute("COMMIT")
+        except BaseException as exc:  # noqa: BLE001 - handed to the callers
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            if len(live) == 1:
+                live[0].error = exc
+            else:
+                # One write failed (or the commit did): each runs again in its own
+                # transaction, so that one bad write does not fail the others.
+                for op in live:
+                    self._commit_group(conn, [op])
+        for op in group:
+            if op.merged:
+                carrier = last[op.key]
+                op.error = carrier.error
+        for op in live:
+            if op.error is not None and op.deferred:
+                log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
+
+    def _wal_too_big(self) -> bool:
+        wal = Path(f"{self.path}-wal")
+        return wal.exists() and wal.stat().st_size > WAL_LIMIT
+
+    def _checkpoint(self, loop: asyncio.AbstractEventLoop) -> None:
+        """A checkpoint on the reader thread. Passive (the writer goes on) while the WAL is
+        small; but under steady writes a passive checkpoint never reaches the WAL's end, and
+        only a WAL copied to its end starts again from its beginning: past ``WAL_LIMIT`` bytes
+        the writes are held (queued, not committed: the loop goes on) while one checkpoint
+        copies the rest and truncates the WAL. Most of it was copied by the passive ones, so
+        the hold is short."""
+        self._since_checkpoint = 0
+        self._checkpointing = True
+        if self._held is None and self._wal_too_big():
+            self._held = []
+        mode = "TRUNCATE" if self._held is not None else "PASSIVE"
+
+        def run() -> None:
+            try:
+                self._reader_conn().execute(f"PRAGMA wal_checkpoint({mode})").fetchall()
+            except sqlite3.Error as exc:  # the next one tries again
+                log.warning("checkpoint of %s failed: %r", self.path, exc)
+
+        def done(_: object) -> None:
+            self._checkpointing = False
+            if mode == "PASSIVE" and self._held is not None:
+                self._checkpoint(loop)  # writes held meanwhile: now the truncating one
+                return
+            held, self._held = self._held, None
+            if held and self._inline_conn is not None:
+                self._run_batch(self._inline_conn, held)
+
+        self._checkpoint_run = loop.run_in_executor(self._reader, run)
+        self._checkpoint_run.add_done_callback(done)
+
+    def _answer(self, batch: list[_Op]) -> None:
+        if self.inline:
+            _resolve(batch)  # on the loop's thread already
+            return
+        by_loop: dict[asyncio.AbstractEventLoop, list[_Op]] = {}
+        for op in batch:
+            if op.future is not None and op.loop is not None:
+                by_loop.setdefault(op.loop, []).append(op)
+        for loop, ops in by_loop.items():
+            with contextlib.suppress(RuntimeError):  # a loop closed meanwhile: nobody waits any more
+                loop.call_soon_threadsafe(_resolve, ops)
+
+    # ---- reads --------------------------------------------------------------------------
+
+    def _reader_conn(self) -> sqlite3.Connection:
+        """Used only on the reader thread."""
+        if self._read_conn is None:
+            self._start()  # the schema exists before anyone reads
+            self._read_conn = _open(self.path, self.durability, None)
+        return self._read_conn
+
+    async def read(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` on the reader thread (committed data only)."""
+        loop = asyncio.get_running_loop()
+        return await loop.run_in_executor(self._reader, lambda: fn(self._reader_conn()))
+
+    def read_now(self, fn: Callable[[sqlite3.Connection], T]) -> T:
+        """Run ``fn`` here, at once (committed data only): for point lookups by primary key."""
+        if self.inline:
+            self._start()
+            assert self._inline_conn is not None
+            return fn(self._inline_conn)  # between batches: no transaction is open on it
+        if self._now_conn is None:
+            self._start()
+            self._now_conn = _open(self.path, self.durability, None)
+        return fn(self._now_conn)
+
+    async def close(self) -> None:
+        loop = asyncio.get_running_loop()
+        for outbox_loop in list(self._outboxes):
+            self._flush(outbox_loop)
+        while self._checkpoint_run is not None and not self._checkpoint_run.done():
+            await asyncio.wait([self._checkpoint_run])  # its held writes are committed when it ends
+        if self._inline_conn is not None:
+            self._inline_conn.close()
+            self._inline_conn = None
+        if self._writer is not None:
+            self._queue.put(_STOP)
+            await loop.run_in_executor(None, self._writer.join)
+            self._writer = None
+        if self._read_conn is not None:
+            conn = self._read_conn
+            await loop.run_in_executor(self._reader, conn.close)
+            self._read_conn = None
+        self._reader.shutdown(wait=True)
+        if self._now_conn is not None:
+            self._now_conn.close()
+            self._now_conn = None
+
+
+def _resolve(ops: list[_Op]) -> None:
+    for op in ops:
+        future = op.future
+        if future is None or future.done():  # a caller that was cancelled meanwhile
+            continue
+        if op.error is not None:
+            future.set_exception(op.error)
+        else:
+            future.set_result(op.result)

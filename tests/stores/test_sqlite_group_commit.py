@@ -1,0 +1,234 @@
+"""What the SQLite store does beyond the shared contract: group commit (one transaction per
+batch, merged saves, a failing write alone), the in-memory idempotency claim of an exclusive
+file, no push work for tasks without configs, and retention."""
+
+from __future__ import annotations
+
+import asyncio
+import sqlite3
+import time
+from pathlib import Path
+
+import pytest
+
+from a2a.server.push.sqlite import SQLitePushStore
+from a2a.server.push.store import PushConfigRecord
+from a2a.server.store import IdempotencyRecord, TaskRecord
+from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.stores.sqlite_worker import SQLiteWorker
+from a2a.types import Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus
+
+SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER);"
+
+
+def _task(task_id: str, state: TaskState, stamp: str) -> Task:
+    return Task(id=task_id, context_id="c", status=TaskStatus(state=state, timestamp=stamp))
+
+
+async def test_writes_of_one_loop_iteration_commit_in_one_transaction(tmp_path: Path) -> None:
+    worker = SQLiteWorker(tmp_path / "w.db", durability="full", schema=SCHEMA, thread_name="t")
+    transactions: list[int] = []
+    real_commit = worker._commit_group
+
+    def counting(conn: sqlite3.Connection, group: list[object]) -> None:
+        if group:
+            transactions.append(len(group))
+        real_commit(conn, group)  # type: ignore[arg-type]
+
+    worker._commit_group = counting  # type: ignore[assignment,method-assign]
+
+    def insert(i: int) -> object:
+        def fn(conn: sqlite3.Connection) -> int:
+            assert conn.in_transaction
+            conn.execute("INSERT INTO t VALUES (?, ?)", (f"k{i}", i))
+            return i
+
+        return fn
+
+    try:
+        results = await asyncio.gather(*(worker.write(insert(i)) for i in range(50)))  # type: ignore[arg-type]
+        assert results == list(range(50))
+        assert transactions == [50], "one transaction (one fsync) for the 50 writes queued together"
+        assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 50
+    finally:
+        await worker.close()
+
+
+async def test_saves_of_one_key_in_a_batch_run_once_and_answer_all(tmp_path: Path) -> None:
+    worker = SQLiteWorker(tmp_path / "w.db", durability="full", schema=SCHEMA, thread_name="t")
+    ran: list[int] = []
+
+    def put(i: int) -> object:
+        def fn(conn: sqlite3.Connection) -> None:
+            ran.append(i)
+            conn.execute("INSERT OR REPLACE INTO t VALUES ('task', ?)", (i,))
+
+        return fn
+
+    try:
+        await asyncio.gather(*(worker.write(put(i), key="task") for i in range(10)))  # type: ignore[arg-type]
+        assert ran == [9], "merged: only the last save of the key runs"
+        assert worker.read_now(lambda c: c.execute("SELECT v FROM t").fetchall()) == [(9,)]
+    finally:
+        await worker.close()
+
+
+async def test_a_failing_write_fails_alone(tmp_path: Path) -> None:
+    worker = SQLiteWorker(tmp_path / "w.db", durability="normal", schema=SCHEMA, thread_name="t")
+
+    def good(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO t VALUES ('good', 1)")
+        return "ok"
+
+    def bad(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO nowhere VALUES (1)")
+        return "never"
+
+    try:
+        outcome = await asyncio.gather(worker.write(good), worker.write(bad), return_exceptions=True)
+        assert outcome[0] == "ok"
+        assert isinstance(outcome[1], sqlite3.OperationalError)
+        assert worker.read_now(lambda c: c.execute("SELECT k FROM t").fetchall()) == [("good",)]
+    finally:
+        await worker.close()
+
+
+async def test_exclusive_claims_are_decided_once_and_land_with_the_next_awaited_write(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    key = ("alice", "", "m1#f")
+    try:
+        outcomes = await asyncio.gather(
+            *(store.claim_message(key, IdempotencyRecord("f", task_id=f"t{i}")) for i in range(5))
+        )
+        assert sum(o is None for o in outcomes) == 1
+        assert {o.task_id for o in outcomes if o is not None} == {"t0"}
+        await store.save(TaskRecord(_task("t0", TaskState.SUBMITTED, "2026-01-01T00:00:00.000000Z")))
+    finally:
+        await store.close()
+    reopened = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    try:
+        found = await reopened.get_message(key)
+        assert found is not None and found.task_id == "t0"
+    finally:
+        await reopened.close()
+
+
+async def test_a_reply_recorded_over_a_queued_claim_is_one_row(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    key = ("", "", "m2#f")
+    reply = Message(message_id="r1", role=Role.AGENT, parts=[Part(text="hi")])
+    try:
+        assert await store.claim_message(key, IdempotencyRecord("f", task_id="t9")) is None
+        await store.update_message(key, IdempotencyRecord("f", task_id="t9", message=reply))
+        found = await store.get_message(key)
+        assert found is not None and found.message == reply
+    finally:
+        await store.close()
+    with sqlite3.connect(tmp_path / "tasks.db") as conn:
+        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+
+
+@pytest.mark.parametrize("exclusive", [True, False])
+async def test_push_enqueue_without_configs_makes_no_write(tmp_path: Path, exclusive: bool) -> None:
+    store = SQLitePushStore(tmp_path / "tasks.db", exclusive=exclusive)
+    calls = 0
+    real_write = store._db.write
+
+    async def counting(fn, **kwargs):  # type: ignore[no-untyped-def]
+        nonlocal calls
+        calls += 1
+        return await real_write(fn, **kwargs)
+
+    store._db.write = counting  # type: ignore[method-assign]
+    try:
+        for seq in range(1, 20):
+            assert await store.enqueue("no-webhook", seq, b"{}", max_pending=10) == []
+        assert calls == 0
+        config = TaskPushNotificationConfig(id="c1", task_id="hooked", url="https://example.com/h")
+        assert await store.put_config(PushConfigRecord(config), max_configs=4)
+        queued = await store.enqueue("hooked", 1, b"{}", max_pending=10)
+        assert [q.config_id for q in queued] == ["c1"]
+        assert await store.enqueue("no-webhook", 20, b"{}", max_pending=10) == []
+        assert await store.delete_config("hooked", "c1")
+        writes = calls
+        assert await store.enqueue("hooked", 2, b"{}", max_pending=10) == []
+        assert calls == writes
+    finally:
+        await store.close()
+    # Across a restart the index is read back from the file.
+    again = SQLitePushStore(tmp_path / "tasks.db", exclusive=exclusive)
+    try:
+        config = TaskPushNotificationConfig(id="c2", task_id="later", url="https://example.com/h")
+        assert await again.put_config(PushConfigRecord(config), max_configs=4)
+    finally:
+        await again.close()
+    third = SQLitePushStore(tmp_path / "tasks.db", exclusive=exclusive)
+    try:
+        assert [q.config_id for q in await third.enqueue("later", 1, b"{}", max_pending=10)] == ["c2"]
+    finally:
+        await third.close()
+
+
+async def test_retention_sweeps_ended_tasks_and_old_records_only(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "tasks.db", task_retention=100.0, idempotency_retention=50.0)
+    now = time.time()
+    old = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(now - 200))
+    fresh = time.strftime("%Y-%m-%dT%H:%M:%S.000000Z", time.gmtime(now - 10))
+    push = SQLitePushStore(tmp_path / "tasks.db")
+    try:
+        await store.save(TaskRecord(_task("old-done", TaskState.COMPLETED, old)))
+        await store.save(TaskRecord(_task("old-failed", TaskState.FAILED, old)))
+        await store.save(TaskRecord(_task("old-working", TaskState.WORKING, old)))
+        await store.save(TaskRecord(_task("old-asking", TaskState.INPUT_REQUIRED, old)))
+        await store.save(TaskRecord(_task("new-done", TaskState.COMPLETED, fresh)))
+        config = TaskPushNotificationConfig(id="c", task_id="old-done", url="https://example.com/h")
+        assert await push.put_config(PushConfigRecord(config), max_configs=4)
+        assert await store.claim_message(("", "", "m"), IdempotencyRecord("f", task_id="new-done")) is None
+        assert await store.sweep(now=now) == 2  # the record is fresh
+        assert await store.get("old-done") is None and await store.get("old-failed") is None
+        for kept in ("old-working", "old-asking", "new-done"):
+            assert await store.get(kept) is not None, kept
+        assert await push.get_config("old-done", "c") is None
+        assert await store.sweep(now=now + 60) == 1  # now the record is past 50 s
+        assert await store.get_message(("", "", "m")) is None
+    finally:
+        await push.close()
+        await store.close()
+
+
+def test_retention_settings_are_checked() -> None:
+    with pytest.raises(ValueError, match="at most task_retention"):
+        SQLiteTaskStore("unused.db", task_retention=10.0, idempotency_retention=20.0)
+    with pytest.raises(ValueError, match=">= 0"):
+        SQLiteTaskStore("unused.db", task_retention=-1.0)
+
+
+def _wal_size(path: Path) -> int:
+    wal = Path(f"{path}-wal")
+    return wal.stat().st_size if wal.exists() else 0
+
+
+async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from a2a.server.stores import sqlite_worker
+
+    monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(sqlite_worker, "WAL_LIMIT", 256 * 1024)
+    path = tmp_path / "w.db"
+    worker = SQLiteWorker(path, durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    blob = b"x" * 2000
+    largest = 0
+    try:
+        for batch in range(400):  # steady writes: never a pause for a passive checkpoint to catch up
+            await asyncio.gather(
+                *(
+                    worker.write(lambda c, k=f"{batch}-{i}": c.execute("INSERT INTO t VALUES (?, ?)", (k, len(blob))))
+                    for i in range(10)
+                )
+            )
+            largest = max(largest, _wal_size(path))
+        assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 4000
+    finally:
+        await worker.close()
+    assert largest < 4 * 256 * 1024, f"the WAL grew to {largest} bytes"
