@@ -408,12 +408,21 @@ class ToolAgent(Agent):
         # The skills are the card's view of the tools; ``execute`` routes every message itself.
         self.skills.extend(Skill(t.skill_card(), self.execute, wants_text=False) for t in self.tools)
 
-    def tool(self, name: str) -> Tool:
-        for tool in self.tools:
+    def tool(self, name: str, tools: Sequence[Tool] | None = None) -> Tool:
+        """The tool ``name`` among ``tools`` (default: all of the agent's)."""
+        offered = self.tools if tools is None else tools
+        for tool in offered:
             if tool.name == name:
                 return tool
-        known = ", ".join(t.name for t in self.tools)
+        known = ", ".join(t.name for t in offered) or "none"
+        if tools is not None and any(t.name == name for t in self.tools):
+            raise ArgumentError(f"tool {name!r} is not among the tools of this request ({known})", argument="tool")
         raise ArgumentError(f"unknown tool {name!r}; this agent offers: {known}", argument="tool")
+
+    def tools_for(self, ctx: RequestContext) -> list[Tool]:
+        """The tools one request may use: all of them here; an agent that lets the caller choose
+        (the assistant, with ``a2a-net/tools``) narrows them, raising ``ArgumentError`` for a bad choice."""
+        return self.tools
 
     async def call(self, name: str, arguments: Any = None) -> ToolResult:
         """Run one tool directly (no task): what structured input does, for Python callers."""
@@ -421,9 +430,10 @@ class ToolAgent(Agent):
 
     async def execute(self, ctx: RequestContext) -> None:
         try:
+            tools = self.tools_for(ctx)
             call = structured_call(ctx.message)
             if call is not None:
-                await self._run_tool(ctx, self.tool(call.tool), call.arguments)
+                await self._run_tool(ctx, self.tool(call.tool, tools), call.arguments)
                 return
         except ArgumentError as exc:
             await ctx.reject(str(exc))
@@ -433,7 +443,7 @@ class ToolAgent(Agent):
             return
         from .llm import run_natural_language  # langchain is imported only when a model is used
 
-        await run_natural_language(self, ctx)
+        await run_natural_language(self, ctx, tools)
 
     async def _run_tool(self, ctx: RequestContext, tool: Tool, arguments: Any) -> None:
         await ctx.working(f"running {tool.name}")

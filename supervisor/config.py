@@ -183,6 +183,10 @@ class AgentConfig(_Model):
     #: Ask before each delegation to this agent (``supervisor.hooks.ApprovalHook``; the CLI asks on
     #: the terminal, and refuses when it cannot ask).
     approval: bool = False
+    #: The agent's tools for every delegation to it, sent as the message metadata ``a2a-net/tools``
+    #: (an agent that takes it, like the built-in assistant, uses only those); a plan item's or the
+    #: model's ``tools`` replaces it for that delegation. ``None``: not sent (the agent's own choice).
+    tools: list[str] | None = None
 
     @field_validator("url", "module", "cwd", mode="before")
     @classmethod

@@ -65,6 +65,8 @@ class Item(TypedDict):
     inputs: NotRequired[dict[str, list[str]]]
     #: The answer to the approval asked by a LangGraph interrupt (agents with ``approval: true``).
     approved: NotRequired[bool]
+    #: The agent's tools for this delegation (``a2a-net/tools``), when the plan or the model chose them.
+    tools: NotRequired[list[str]]
 
 
 class Usage(TypedDict):
@@ -167,6 +169,7 @@ def new_item(
     depends_on: list[str] | None = None,
     tool_call_id: str | None = None,
     inputs: dict[str, list[str]] | None = None,
+    tools: list[str] | None = None,
 ) -> Item:
     item = Item(
         id=item_id,
@@ -188,4 +191,6 @@ def new_item(
     )
     if inputs:
         item["inputs"] = {name: list(ids) for name, ids in inputs.items()}
+    if tools is not None:
+        item["tools"] = list(tools)
     return item

@@ -158,11 +158,21 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     arguments = record.arguments if record else _arguments(state, item, items)
     contexts = dict(state.get("contexts") or {})
     job = Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts)
-    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved"))))
+    tools = record.tools if record else _tools(rt, item, agent)
+    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved")), tools=tools))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
     return started
+
+
+def _tools(rt: RunContext, item: Item, agent: str) -> list[str] | None:
+    """The agent's tools for this delegation: the item's choice (the plan's, the model's), else the
+    agent's configured ``tools``, else none sent."""
+    if "tools" in item:
+        return item["tools"]
+    entry = rt.registry.get(agent)
+    return list(entry.config.tools) if entry is not None and entry.config.tools is not None else None
 
 
 def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> dict[str, Any] | None:
