@@ -329,6 +329,9 @@ class SupervisorSettings(_Model):
     catalog_size: int = Field(8, ge=1)
     #: Longest peer text (a result, a card description) quoted into a prompt, in characters.
     peer_text_chars: int = Field(4000, ge=100)
+    #: The most bytes of files (produced by the items a delegation depends on) sent inline as parts
+    #: of its message; a file past it is left out and named in the text (``supervisor.workspace``).
+    attachments_bytes: int = Field(1024 * 1024, ge=0)
     #: Characters of one agent card in the model's prompt: a structural summary (name,
     #: description, skills with ids, descriptions and examples) shrunk to fit, never cut mid-JSON.
     card_chars: int = Field(2000, ge=200)

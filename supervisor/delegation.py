@@ -114,6 +114,8 @@ class Job:
     approved: bool = False
     #: The agent's tools for this delegation (``a2a-net/tools``); ``None``: not sent.
     tools: list[str] | None = None
+    #: Files of the items it depends on, sent as parts of the message (``supervisor.workspace``).
+    parts: list[Part] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -475,8 +477,8 @@ class Delegator:
             tools=job.tools,
         )
 
-    def _message(self, record: Delegation) -> Message:
-        parts = [Part(text=record.text)]
+    def _message(self, record: Delegation, files: Sequence[Part] = ()) -> Message:
+        parts = [Part(text=record.text), *files]
         metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1}
         if record.tools is not None:
             metadata[TOOLS_KEY] = list(record.tools)
@@ -511,7 +513,7 @@ class Delegator:
                 ),
             )
             return outcome_of(record)
-        message = self._message(record)
+        message = self._message(record, job.parts)
         send = _Send(None if resumed and record.task_id else message)
         try:
             async with asyncio.timeout(entry.timeout):
