@@ -24,6 +24,7 @@ from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
 from ..workspace import FILE_SOURCE, attachments, produced_files, workspace_file
+from .reflect import judge_by_rules
 from .todo import Update, item_event, items_of, note_result
 
 __all__ = ["after_delegate", "delegate", "ready"]
@@ -329,6 +330,14 @@ def _apply_updates(
                 "data": outcome.data,
                 "error": outcome.error,
             }
+            if status == "review" and not rt.use_model_reflection:
+                # Judged by the fixed rules at once: no reflect step (and checkpoint) per item.
+                item_event(rt, item)
+                latest = records.get(item["delegations"][-1]) if item["delegations"] else None
+                latest = latest or (
+                    (state.get("delegations") or {}).get(item["delegations"][-1]) if item["delegations"] else None
+                )
+                item = judge_by_rules(rt, item, Delegation.from_state(latest) if latest else None)
             items[item["id"]] = changed[item["id"]] = item
             note_result(variables, item)
             item_event(rt, item)

@@ -49,3 +49,15 @@ async def test_a_run_is_rebuilt_from_its_deltas() -> None:
     assert sorted(state["items"]) == ["1", "2", "3"]
     assert all(item["status"] == "done" for item in state["items"].values())
     assert len(state["delegations"]) == 3
+
+
+async def test_without_a_model_an_item_costs_one_step() -> None:
+    """The fixed rules judge an item as it finishes, in the delegate step: no reflect step (and
+    checkpoint) of its own (before: two steps, two checkpoints per item)."""
+    saver = InMemorySaver()
+    sup = Supervisor([worker("W", usage=None)], strategy="sequential", max_steps=400, checkpointer=saver)
+    result = await asyncio.wait_for(sup.run("\n".join(f"work on item {i}" for i in range(40)), run_id="r40"), WAIT)
+    assert result.status == "completed", result.final
+    checkpoints = [c async for c in saver.alist({"configurable": {"thread_id": "r40"}})]
+    assert len(checkpoints) <= 40 + 8, len(checkpoints)  # one per item, plus start, plan, answer
+    assert [e for e in result.items if e.note != "completed"] == []  # each was judged by the rules
