@@ -6,7 +6,7 @@ the supervisor agree on. They are namespaced so they never clash with anyone els
 
 from __future__ import annotations
 
-__all__ = ["DEPTH_KEY", "OWNER_SKILL_KEY", "SKILL_KEY", "USAGE_KEY", "usage_entry"]
+__all__ = ["DEPTH_KEY", "OWNER_SKILL_KEY", "SKILL_KEY", "TOOLS_KEY", "USAGE_KEY", "usage_entry"]
 
 #: Message metadata: the id of the skill to run (when an agent has several).
 SKILL_KEY = "skillId"
@@ -17,6 +17,9 @@ OWNER_SKILL_KEY = "a2a-net/skill"
 USAGE_KEY = "a2a-net/usage"
 #: Message metadata: how many delegation hops led to this message (0 = sent by a person).
 DEPTH_KEY = "a2a-net/depth"
+#: Message metadata: the tools (or tool sets) the agent may use for this request, a list of names;
+#: an agent that honours it says so in its card (the built-in assistant does).
+TOOLS_KEY = "a2a-net/tools"
 
 
 def usage_entry(

@@ -39,6 +39,11 @@ Writing a tool::
 
 A tool raises ``ArgumentError`` (REJECTED) or ``ToolError`` (FAILED) with a message that says
 what went wrong and what to do instead.
+
+**Files sent with the message** (parts with a ``filename``, inline text or bytes) are the request's
+received files: a tool built with ``accepts_files=True`` (its skill then accepts any media type)
+reads them with ``received_files()`` / ``received_file(name)`` — the code agent runs or reads
+them, the files agent saves them. Parts that only carry a ``url`` are not fetched.
 """
 
 from __future__ import annotations
@@ -79,6 +84,7 @@ __all__ = [
     "in_thread",
     "progress_sink",
     "publish",
+    "received_files",
     "streaming_progress",
     "structured_call",
     "text_output",
@@ -251,6 +257,8 @@ class Tool:
     examples: Sequence[str] = ()
     example_arguments: dict[str, Any] | None = None
     output_modes: Sequence[str] = ("application/json",)
+    #: It uses files received with the message (``received_files``): its skill accepts any media type.
+    accepts_files: bool = False
 
     def validate(self, raw: Any) -> BaseModel:
         if raw is None:
@@ -293,7 +301,7 @@ class Tool:
             description=f"{self.description} {self.arguments_text()}",
             tags=list(self.tags) or [self.name],
             examples=examples or None,
-            input_modes=list(STRUCTURED_MODES),
+            input_modes=[*STRUCTURED_MODES, *(["*/*"] if self.accepts_files else [])],
             output_modes=list(self.output_modes),
         )
 
@@ -336,6 +344,46 @@ def structured_call(message: Message) -> ToolCall | None:
             )
         return ToolCall(name, data.get("arguments"))
     return None
+
+
+#: The files the message being handled carried, by name (set by ``ToolAgent.execute``).
+_received: ContextVar[dict[str, bytes] | None] = ContextVar("a2a_net_received_files", default=None)
+
+
+def files_of(message: Message) -> dict[str, bytes]:
+    """The files a message carries inline: each part with a ``filename`` and text or raw bytes.
+
+    (A part that only points at a ``url`` is not fetched: an agent has no business reaching out to
+    addresses a caller names; it is not a received file.) The server's message size limit bounds them.
+    """
+    found: dict[str, bytes] = {}
+    for part in message.parts:
+        if not part.filename:
+            continue
+        if isinstance(part.raw, bytes):
+            found[part.filename] = part.raw
+        elif isinstance(part.text, str):
+            found[part.filename] = part.text.encode("utf-8", "surrogatepass")
+    return found
+
+
+def received_files() -> dict[str, bytes]:
+    """The files the request being handled carried (name -> content; empty when none): a tool
+    that takes a file (the code agent's ``run_python``, the files agent's ``write``) reads them here."""
+    return dict(_received.get() or {})
+
+
+def received_file(name: str) -> bytes | None:
+    """The received file ``name`` (matched whole, then by its last path component), or the only
+    received file when ``name`` is empty; ``None`` when there is no such file."""
+    files = received_files()
+    if not name:
+        return next(iter(files.values())) if len(files) == 1 else None
+    if name in files:
+        return files[name]
+    base = name.rsplit("/", 1)[-1]
+    matches = [content for filename, content in files.items() if filename.rsplit("/", 1)[-1] == base]
+    return matches[0] if len(matches) == 1 else None
 
 
 #: Where the running tool's progress goes (set around one tool run for a task; else nothing).
@@ -408,22 +456,39 @@ class ToolAgent(Agent):
         # The skills are the card's view of the tools; ``execute`` routes every message itself.
         self.skills.extend(Skill(t.skill_card(), self.execute, wants_text=False) for t in self.tools)
 
-    def tool(self, name: str) -> Tool:
-        for tool in self.tools:
+    def tool(self, name: str, tools: Sequence[Tool] | None = None) -> Tool:
+        """The tool ``name`` among ``tools`` (default: all of the agent's)."""
+        offered = self.tools if tools is None else tools
+        for tool in offered:
             if tool.name == name:
                 return tool
-        known = ", ".join(t.name for t in self.tools)
+        known = ", ".join(t.name for t in offered) or "none"
+        if tools is not None and any(t.name == name for t in self.tools):
+            raise ArgumentError(f"tool {name!r} is not among the tools of this request ({known})", argument="tool")
         raise ArgumentError(f"unknown tool {name!r}; this agent offers: {known}", argument="tool")
+
+    def tools_for(self, ctx: RequestContext) -> list[Tool]:
+        """The tools one request may use: all of them here; an agent that lets the caller choose
+        (the assistant, with ``a2a-net/tools``) narrows them, raising ``ArgumentError`` for a bad choice."""
+        return self.tools
 
     async def call(self, name: str, arguments: Any = None) -> ToolResult:
         """Run one tool directly (no task): what structured input does, for Python callers."""
         return await self.tool(name).run(arguments)
 
     async def execute(self, ctx: RequestContext) -> None:
+        token = _received.set(files_of(ctx.message))
         try:
+            await self._execute(ctx)
+        finally:
+            _received.reset(token)
+
+    async def _execute(self, ctx: RequestContext) -> None:
+        try:
+            tools = self.tools_for(ctx)
             call = structured_call(ctx.message)
             if call is not None:
-                await self._run_tool(ctx, self.tool(call.tool), call.arguments)
+                await self._run_tool(ctx, self.tool(call.tool, tools), call.arguments)
                 return
         except ArgumentError as exc:
             await ctx.reject(str(exc))
@@ -433,7 +498,7 @@ class ToolAgent(Agent):
             return
         from .llm import run_natural_language  # langchain is imported only when a model is used
 
-        await run_natural_language(self, ctx)
+        await run_natural_language(self, ctx, tools)
 
     async def _run_tool(self, ctx: RequestContext, tool: Tool, arguments: Any) -> None:
         await ctx.working(f"running {tool.name}")

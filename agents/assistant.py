@@ -26,6 +26,11 @@ How it answers (the ``agents._tools`` contract):
   ``TASK_STATE_FAILED`` with an explanation, never a made-up answer.
 - **structured input** ``{"tool": name, "arguments": {...}}`` runs one of the chosen tools with
   no model at all (a tool that was not chosen is REJECTED, naming the ones that were).
+- **per request, fewer tools**: the message metadata key ``a2a-net/tools`` (``a2a.metadata.TOOLS_KEY``)
+  narrows the tools of that one request, like nua's ``tool_names``: a list of tool set names
+  (``["files"]``) and/or tool names (``["read", "run_python"]``); ``[]`` means none (one plain model
+  call). Only tools the assistant has may be named; anything else is REJECTED, naming what it has.
+  The ``assist`` skill's description says so, so a caller reading the card can find it.
 
 The card's first skill is ``assist`` (plain text, with the model), followed by one skill per tool.
 """
@@ -36,18 +41,19 @@ import os
 import sys
 import tempfile
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from a2a import RequestContext
+from a2a.metadata import TOOLS_KEY
 from a2a.server import Skill
 from a2a.types import UNSET, AgentSkill
 
 from . import code as code_agent
 from . import files as files_agent
 from . import web as web_agent
-from ._tools import Tool, ToolAgent
+from ._tools import ArgumentError, Tool, ToolAgent
 from .llm import ENV_VARS, ModelConfigError, ModelSettings, usage_of
 
 if TYPE_CHECKING:
@@ -155,6 +161,8 @@ class AssistantAgent(ToolAgent):
     toolsets: tuple[str, ...] = ()
     #: The files tools' workspace (``None`` without the files tools).
     workspace: files_agent.Workspace | None = None
+    #: The names of each tool set's tools (what ``a2a-net/tools`` may name).
+    toolset_tools: dict[str, list[str]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         super().__post_init__()
@@ -163,9 +171,15 @@ class AssistantAgent(ToolAgent):
         self.skills.insert(0, Skill(self._assist_card(), self.execute, wants_text=False))
 
     def _assist_card(self) -> AgentSkill:
+        narrowing = ""
         if self.toolsets:
             using = "; ".join(f"{name}: {TOOLSETS[name]}" for name in self.toolsets)
             tools = f"using its tools as needed ({using})"
+            sets = ", ".join(f"{name} ({', '.join(self.toolset_tools.get(name, []))})" for name in self.toolsets)
+            narrowing = (
+                f" Per request, the caller may narrow its tools with the message metadata key {TOOLS_KEY}: a list "
+                f"of tool set or tool names among {sets}, or [] for none; other names are rejected."
+            )
         else:
             tools = "with no tools (it knows only what the model knows)"
         examples = ["explain the difference between a process and a thread"]
@@ -175,7 +189,7 @@ class AssistantAgent(ToolAgent):
             name="Assist",
             description=(
                 f"Ask in plain language: a model answers, {tools}. Needs a model ({ENV_VARS['model']}); "
-                "without one the task fails with an explanation."
+                f"without one the task fails with an explanation.{narrowing}"
             ),
             tags=["assistant", "general", *self.toolsets],
             examples=examples,
@@ -183,12 +197,51 @@ class AssistantAgent(ToolAgent):
             output_modes=list(self.default_output_modes),
         )
 
+    def tools_for(self, ctx: RequestContext) -> list[Tool]:
+        """All its tools, or those the message's ``a2a-net/tools`` names (tool sets or tools)."""
+        metadata = ctx.message.metadata or {}
+        if TOOLS_KEY not in metadata:
+            return self.tools
+        return self.select_tools(metadata[TOOLS_KEY])
+
+    def select_tools(self, names: Any) -> list[Tool]:
+        """The tools ``names`` (tool set or tool names) stand for; ``ArgumentError`` for anything else."""
+        if not isinstance(names, list) or not all(isinstance(n, str) for n in names):
+            raise ArgumentError(
+                f"{TOOLS_KEY} must be a list of tool set or tool names, got {type(names).__name__}", argument=TOOLS_KEY
+            )
+        own = {t.name for t in self.tools}
+        chosen: set[str] = set()
+        unknown: list[str] = []
+        for name in names:
+            key = name.strip()
+            if key.lower() in self.toolset_tools:
+                chosen.update(self.toolset_tools[key.lower()])
+            elif key in own:
+                chosen.add(key)
+            else:
+                unknown.append(name)
+        if unknown:
+            has = "; ".join(f"{s}: {', '.join(self.toolset_tools[s])}" for s in self.toolsets) or "no tools"
+            raise ArgumentError(
+                f"{TOOLS_KEY} names {', '.join(repr(n) for n in unknown)}, which this assistant does not have "
+                f"(it has {has})",
+                argument=TOOLS_KEY,
+            )
+        return [t for t in self.tools if t.name in chosen]
+
     async def execute(self, ctx: RequestContext) -> None:
-        if self.tools:
-            await super().execute(ctx)  # structured input, or the ReAct loop over the tools
+        try:
+            chosen = self.tools_for(ctx)
+        except ArgumentError as exc:
+            await ctx.reject(str(exc))
+            return
+        if chosen:
+            await super().execute(ctx)  # structured input, or the ReAct loop over the chosen tools
             return
         if any(part.data is not UNSET for part in ctx.message.parts):
-            await ctx.reject(self.usage_help("This assistant has no tools to run structured input with."))
+            why = "no tools" if not self.tools else f"no tools for this request ({TOOLS_KEY} is [])"
+            await ctx.reject(self.usage_help(f"This assistant has {why} to run structured input with."))
             return
         if not ctx.text.strip():
             await ctx.reject(self.usage_help("The message is empty."))
@@ -300,19 +353,21 @@ def _build_tools(
     max_file_bytes: int,
     code_limits: code_agent.Limits | None,
     web_settings: web_agent.WebSettings | None,
-) -> tuple[list[Tool], files_agent.Workspace | None]:
-    tools: list[Tool] = []
+) -> tuple[list[Tool], files_agent.Workspace | None, dict[str, list[str]]]:
+    """The tools of ``toolsets``, the files workspace, and which tools each tool set brought."""
+    tools: dict[str, list[Tool]] = {}
     ws: files_agent.Workspace | None = None
     for name in toolsets:
         if name == "files":
             root = Path(workspace).expanduser() if workspace is not None else _fresh_workspace()
             ws = files_agent.Workspace(root, max_file_bytes=max_file_bytes)
-            tools += files_agent.make_tools(ws)
+            tools[name] = files_agent.make_tools(ws)
         elif name == "code":
-            tools += code_agent.make_tools(code_limits)
+            tools[name] = code_agent.make_tools(code_limits)
         else:
-            tools += web_agent.make_tools(web_settings)
-    return tools, ws
+            tools[name] = web_agent.make_tools(web_settings)
+    flat = [tool for group in tools.values() for tool in group]
+    return flat, ws, {name: [t.name for t in group] for name, group in tools.items()}
 
 
 def _check_unused(toolsets: tuple[str, ...], options: Mapping[str, tuple[str, Any]]) -> None:
@@ -366,7 +421,7 @@ def make_agent(
     if max_file_bytes is not None:
         file_limit = _positive_int(max_file_bytes, "max_file_bytes")
     settings = _model_settings(model)
-    chosen, ws = _build_tools(toolsets, workspace, file_limit, code_limits, web_settings)
+    chosen, ws, by_set = _build_tools(toolsets, workspace, file_limit, code_limits, web_settings)
     has = f"its tools: {'; '.join(TOOLSETS[t] for t in toolsets)}" if toolsets else "no tools"
     modes = dict.fromkeys(["text/plain", *(mode for tool in chosen for mode in tool.output_modes)])
     return AssistantAgent(
@@ -378,6 +433,7 @@ def make_agent(
         model=settings,
         toolsets=toolsets,
         workspace=ws,
+        toolset_tools=by_set,
     )
 
 

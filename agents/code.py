@@ -1,8 +1,11 @@
 """The code agent: runs Python code in a separate, limited process and returns what it did.
 
 Serve it with ``a2a serve agents.code:agent``. One tool, ``run_python``
-``{"code": "...", "timeout": seconds?}`` (structured input, or plain text with a model; see
-``agents._tools``). Each run gets:
+``{"code": "...", "timeout": seconds?}`` or ``{"file": "primes.py"}`` (structured input, or plain
+text with a model; see ``agents._tools``). **Files sent with the message** (parts with a
+``filename``: text or raw bytes, e.g. a program another agent wrote) are put in the run's working
+directory before it starts, so the code can read them, and ``file`` names the one to run when no
+``code`` is given; files left unchanged are not returned again. Each run gets:
 
 - a **new process** (``python -I``: isolated mode, so no ``PYTHON*`` variables, no user
   site-packages, and neither the script's nor the current directory on ``sys.path``), in a new
@@ -66,6 +69,8 @@ from ._tools import (
     file_output,
     human_size,
     progress_sink,
+    received_file,
+    received_files,
     text_output,
     truncate_text,
 )
@@ -291,8 +296,12 @@ async def run_python(code: str, workdir: Path, tmpdir: Path, limits: Limits, tim
 # ---- files the code wrote ------------------------------------------------------------------
 
 
-def _collect_files(workdir: Path, limits: Limits) -> tuple[list[Output], list[dict[str, Any]], list[dict[str, Any]]]:
-    """(artifacts, returned files, skipped files); symbolic links are never followed."""
+def _collect_files(
+    workdir: Path, limits: Limits, received: dict[str, bytes] | None = None
+) -> tuple[list[Output], list[dict[str, Any]], list[dict[str, Any]]]:
+    """(artifacts, returned files, skipped files); symbolic links are never followed, and files
+    that were received and are unchanged are not returned."""
+    received = received or {}
     outputs: list[Output] = []
     returned: list[dict[str, Any]] = []
     skipped: list[dict[str, Any]] = []
@@ -317,6 +326,8 @@ def _collect_files(workdir: Path, limits: Limits) -> tuple[list[Output], list[di
                 if content is None:
                     skipped.append({"path": rel, "reason": "unreadable"})
                     continue
+                if received.get(rel) == content:
+                    continue  # the caller has it already
                 budget -= len(content)
                 outputs.append(file_output(rel, content, name=f"file:{rel}"))
                 returned.append({"path": rel, "bytes": len(content), "mediaType": outputs[-1].parts[0].media_type})
@@ -351,8 +362,59 @@ def _remove_tree(root: Path) -> None:
 class RunPythonArgs(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    code: str = Field(min_length=1, description="the Python program to run; print what you want to see")
+    code: str | None = Field(
+        None, min_length=1, description="the Python program to run; print what you want to see (or give file)"
+    )
+    file: str | None = Field(
+        None,
+        min_length=1,
+        description="the name of a file sent with the message to run, when code is not given (every file sent is "
+        "in the working directory)",
+    )
     timeout: float | None = Field(None, gt=0, description="wall-clock seconds (default and maximum: the agent's limit)")
+
+
+def _place_received(workdir: Path, files: dict[str, bytes], limits: Limits) -> dict[str, bytes]:
+    """Write the received files into the run's directory (by their last path component, within the
+    limits of files the run may return); returns them by the name they have there."""
+    placed: dict[str, bytes] = {}
+    total = 0
+    for filename, content in files.items():
+        name = filename.replace("\\", "/").rsplit("/", 1)[-1]
+        if name in ("", ".", "..") or "\x00" in name:
+            raise ArgumentError(f"a received file has an unusable name: {filename[:80]!r}", argument="file")
+        total += len(content)
+        if len(content) > limits.max_file_bytes or total > limits.max_total_file_bytes:
+            raise ArgumentError(
+                f"the received files are too large ({filename!r}: {human_size(len(content))}; at most "
+                f"{human_size(limits.max_file_bytes)} each, {human_size(limits.max_total_file_bytes)} in all)",
+                argument="file",
+            )
+        (workdir / name).write_bytes(content)
+        placed[name] = content
+    return placed
+
+
+def _program(args: RunPythonArgs) -> str:
+    """The code to run: ``code``, else the received file ``file`` (UTF-8)."""
+    if args.code is not None:
+        return args.code
+    if args.file is None:
+        raise ArgumentError(
+            "give 'code' (the program) or 'file' (the name of a file sent with the message)", argument="code"
+        )
+    content = received_file(args.file)
+    if content is None:
+        sent = ", ".join(received_files()) or "none"
+        raise ArgumentError(
+            f"no file named {args.file!r} was sent with the message (files sent: {sent}); send it as a file part "
+            "or give 'code'",
+            argument="file",
+        )
+    try:
+        return content.decode("utf-8")
+    except UnicodeDecodeError:
+        raise ArgumentError(f"{args.file!r} is not UTF-8 text, so not a Python program", argument="file") from None
 
 
 def _result_data(outcome: Outcome, returned: list[dict[str, Any]], skipped: list[dict[str, Any]]) -> dict[str, Any]:
@@ -386,8 +448,8 @@ class _Runner:
     work_root: Path | None = None
     running: int = 0
 
-    def _check(self, args: RunPythonArgs) -> float:
-        size = len(args.code.encode("utf-8", "surrogatepass"))
+    def _check(self, code: str, args: RunPythonArgs) -> float:
+        size = len(code.encode("utf-8", "surrogatepass"))
         if size > self.limits.max_code_bytes:
             raise ArgumentError(
                 f"'code' is {size} bytes, over the limit of {human_size(self.limits.max_code_bytes)}", argument="code"
@@ -402,15 +464,17 @@ class _Runner:
         return timeout
 
     async def __call__(self, args: RunPythonArgs) -> ToolResult:
-        timeout = self._check(args)
+        code = _program(args)
+        timeout = self._check(code, args)
         self.running += 1
         run_dir = Path(tempfile.mkdtemp(prefix="a2a-code-", dir=self.work_root))
         try:
             workdir, tmpdir = run_dir / "work", run_dir / "tmp"
             workdir.mkdir()
             tmpdir.mkdir()
-            outcome = await run_python(args.code, workdir, tmpdir, self.limits, timeout)
-            outputs, returned, skipped = await asyncio.to_thread(_collect_files, workdir, self.limits)
+            placed = await asyncio.to_thread(_place_received, workdir, received_files(), self.limits)
+            outcome = await run_python(code, workdir, tmpdir, self.limits, timeout)
+            outputs, returned, skipped = await asyncio.to_thread(_collect_files, workdir, self.limits, placed)
         finally:
             self.running -= 1
             await asyncio.shield(asyncio.to_thread(_remove_tree, run_dir))
@@ -445,6 +509,7 @@ def make_tools(limits: Limits | None = None, *, work_root: Path | None = None) -
             examples=["compute the 30th Fibonacci number with Python"],
             example_arguments={"code": "print(sum(range(10)))"},
             output_modes=["application/json", "text/plain", "application/octet-stream"],
+            accepts_files=True,
         )
     ]
 

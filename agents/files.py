@@ -12,7 +12,9 @@ Tools (structured input ``{"tool": ..., "arguments": {...}}``, or plain text wit
 - ``read`` ``{"path"}``: the file's content, as a text artifact (UTF-8) or a raw file part with
   its media type (binary);
 - ``write`` ``{"path", "content", "encoding"="utf-8"|"base64", "overwrite"=true}``: creates parent
-  directories, replaces the file atomically;
+  directories, replaces the file atomically; without ``content`` it saves a **file sent with the
+  message** (a part with a ``filename``: the one named like ``path``, or the only one), e.g. a file
+  another agent produced;
 - ``edit`` ``{"path", "old_text", "new_text", "count"?, "replace_all"=false}``: find and replace;
   fails when the text is not found, or is found more than once and neither ``count`` (the exact
   number expected) nor ``replace_all`` is given;
@@ -57,6 +59,8 @@ from ._tools import (
     file_output,
     human_size,
     in_thread,
+    received_file,
+    received_files,
 )
 from .llm import ModelSettings
 
@@ -209,7 +213,9 @@ class ReadArgs(_Args):
 
 class WriteArgs(_Args):
     path: WorkspacePath
-    content: str = Field(description="the new content of the file")
+    content: str | None = Field(
+        None, description="the new content of the file; leave out to save the file sent with the message"
+    )
     encoding: Literal["utf-8", "base64"] = Field("utf-8", description="how content is encoded: text or base64")
     overwrite: bool = Field(True, description="replace the file if it exists")
 
@@ -243,6 +249,17 @@ def _read(ws: Workspace, args: ReadArgs) -> ToolResult:
 
 
 def _decode_content(args: WriteArgs) -> bytes:
+    if args.content is None:
+        received = received_file(args.path)
+        received = received_file("") if received is None else received
+        if received is None:
+            sent = ", ".join(received_files()) or "none"
+            raise ArgumentError(
+                f"'content' is required, unless the message carries the file to save as a part named like "
+                f"{args.path!r} (files sent: {sent})",
+                argument="content",
+            )
+        return received
     if args.encoding == "utf-8":
         return args.content.encode("utf-8", "surrogatepass")
     try:
@@ -410,6 +427,7 @@ def make_tools(workspace: Workspace) -> list[Tool]:
             tags=["files", "write"],
             examples=["write a hello world script to hello.py"],
             example_arguments={"path": "hello.py", "content": "print('hello')\n"},
+            accepts_files=True,
         ),
         Tool(
             "edit",

@@ -37,7 +37,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 import pydantic
@@ -51,7 +51,7 @@ if TYPE_CHECKING:
 
     from a2a import RequestContext
 
-    from ._tools import ToolAgent
+    from ._tools import Tool, ToolAgent
 
 __all__ = [
     "ENV_VARS",
@@ -253,10 +253,14 @@ def _short(arguments: Any, limit: int = 160) -> str:
 class _ReactRun:
     """One natural-language request: the model, the tools, and what gets published."""
 
-    def __init__(self, agent: ToolAgent, ctx: RequestContext, settings: ModelSettings) -> None:
+    def __init__(
+        self, agent: ToolAgent, ctx: RequestContext, settings: ModelSettings, tools: Sequence[Tool] | None = None
+    ) -> None:
         self.agent = agent
         self.ctx = ctx
         self.settings = settings
+        #: The tools this request may use (the caller may have narrowed the agent's).
+        self.tools = list(agent.tools if tools is None else tools)
 
     async def on_response(self, response: AIMessage) -> None:
         input_tokens, output_tokens = usage_of(response)
@@ -273,7 +277,7 @@ class _ReactRun:
         name, arguments = str(call.get("name")), call.get("args")
         await self.ctx.working(f"{name} {_short(arguments)}")
         try:
-            result = await self.agent.tool(name).run(arguments)
+            result = await self.agent.tool(name, self.tools).run(arguments)
         except ToolError as exc:
             return ToolMessage(content=f"Error: {exc}", tool_call_id=call["id"], name=name, status="error")
         await publish(self.ctx, result)
@@ -289,7 +293,7 @@ class _ReactRun:
         try:
             async with self.settings.open_chat_model() as chat:
                 # OpenAI refuses an empty tool list: a tool-less agent talks to the plain model.
-                schemas = [t.openai_schema() for t in self.agent.tools]
+                schemas = [t.openai_schema() for t in self.tools]
                 model = chat.bind_tools(schemas) if schemas else chat
                 graph = build_react_graph(model, self.run_tool_call, self.on_response)
                 state = await graph.ainvoke({"messages": messages}, {"recursion_limit": 2 * self.settings.max_steps})
@@ -313,8 +317,9 @@ class _ReactRun:
         await self.ctx.complete()
 
 
-async def run_natural_language(agent: ToolAgent, ctx: RequestContext) -> None:
-    """Answer a text message with the agent's model and tools, or fail explaining how to use it."""
+async def run_natural_language(agent: ToolAgent, ctx: RequestContext, tools: Sequence[Tool] | None = None) -> None:
+    """Answer a text message with the agent's model and ``tools`` (default: all of the agent's),
+    or fail explaining how to use it."""
     try:
         settings = agent.model or ModelSettings.from_env()
     except ModelConfigError as exc:
@@ -328,4 +333,4 @@ async def run_natural_language(agent: ToolAgent, ctx: RequestContext) -> None:
             )
         )
         return
-    await _ReactRun(agent, ctx, settings).run()
+    await _ReactRun(agent, ctx, settings, tools).run()

@@ -183,6 +183,10 @@ class AgentConfig(_Model):
     #: Ask before each delegation to this agent (``supervisor.hooks.ApprovalHook``; the CLI asks on
     #: the terminal, and refuses when it cannot ask).
     approval: bool = False
+    #: The agent's tools for every delegation to it, sent as the message metadata ``a2a-net/tools``
+    #: (an agent that takes it, like the built-in assistant, uses only those); a plan item's or the
+    #: model's ``tools`` replaces it for that delegation. ``None``: not sent (the agent's own choice).
+    tools: list[str] | None = None
 
     @field_validator("url", "module", "cwd", mode="before")
     @classmethod
@@ -325,6 +329,9 @@ class SupervisorSettings(_Model):
     catalog_size: int = Field(8, ge=1)
     #: Longest peer text (a result, a card description) quoted into a prompt, in characters.
     peer_text_chars: int = Field(4000, ge=100)
+    #: The most bytes of files (produced by the items a delegation depends on) sent inline as parts
+    #: of its message; a file past it is left out and named in the text (``supervisor.workspace``).
+    attachments_bytes: int = Field(1024 * 1024, ge=0)
     #: Characters of one agent card in the model's prompt: a structural summary (name,
     #: description, skills with ids, descriptions and examples) shrunk to fit, never cut mid-JSON.
     card_chars: int = Field(2000, ge=200)

@@ -49,7 +49,7 @@ import msgspec
 
 from a2a.client.retry import RetryHook
 from a2a.errors import A2AError, TaskNotFoundError, TransportError
-from a2a.metadata import DEPTH_KEY, SKILL_KEY, USAGE_KEY
+from a2a.metadata import DEPTH_KEY, SKILL_KEY, TOOLS_KEY, USAGE_KEY
 from a2a.types import (
     UNSET,
     Artifact,
@@ -112,6 +112,10 @@ class Job:
     contexts: dict[str, str] = dataclasses.field(default_factory=dict)
     #: A person approved it already (a LangGraph interrupt): approval hooks are not asked again.
     approved: bool = False
+    #: The agent's tools for this delegation (``a2a-net/tools``); ``None``: not sent.
+    tools: list[str] | None = None
+    #: Files of the items it depends on, sent as parts of the message (``supervisor.workspace``).
+    parts: list[Part] = dataclasses.field(default_factory=list)
 
 
 @dataclass
@@ -348,7 +352,9 @@ class Delegator:
                 except Vetoed as exc:
                     outcome = Outcome("failed", job.agent, error=f"vetoed: {exc}", state="refused")
                     return
-                job = dataclasses.replace(job, agent=request.agent, text=request.text, arguments=request.arguments)
+                job = dataclasses.replace(
+                    job, agent=request.agent, text=request.text, arguments=request.arguments, tools=request.tools
+                )
             outcome = await self._after(request, await self._try_agents(job))
         except asyncio.CancelledError:
             current = self._current.get(job.item_id)
@@ -371,6 +377,7 @@ class Delegator:
             text=job.text,
             arguments=job.arguments,
             needs_approval=bool(entry and entry.config.approval) and not job.approved,
+            tools=job.tools,
         )
 
     async def _before(self, request: DelegationRequest) -> DelegationRequest:
@@ -467,11 +474,14 @@ class Delegator:
             arguments=job.arguments,
             failover_from=failover_from,
             context_id=job.contexts.get(entry.name),
+            tools=job.tools,
         )
 
-    def _message(self, record: Delegation) -> Message:
-        parts = [Part(text=record.text)]
+    def _message(self, record: Delegation, files: Sequence[Part] = ()) -> Message:
+        parts = [Part(text=record.text), *files]
         metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1}
+        if record.tools is not None:
+            metadata[TOOLS_KEY] = list(record.tools)
         if record.skill:
             metadata[SKILL_KEY] = record.skill
             if record.arguments is not None:
@@ -503,7 +513,7 @@ class Delegator:
                 ),
             )
             return outcome_of(record)
-        message = self._message(record)
+        message = self._message(record, job.parts)
         send = _Send(None if resumed and record.task_id else message)
         try:
             async with asyncio.timeout(entry.timeout):

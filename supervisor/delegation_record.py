@@ -66,6 +66,8 @@ class Delegation:
     artifacts: list[dict[str, Any]] = field(default_factory=list)
     #: Several messages of one task (answers to INPUT_REQUIRED) each have their own id.
     turn: int = 0
+    #: The agent's tools sent with it (``a2a-net/tools``), if any.
+    tools: list[str] | None = None
 
     @property
     def hop(self) -> int:

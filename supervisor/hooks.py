@@ -51,6 +51,8 @@ class DelegationRequest:
     arguments: dict[str, Any] | None
     #: The agent is configured with ``approval: true``.
     needs_approval: bool = False
+    #: The agent's tools for it (sent as ``a2a-net/tools``); ``None``: not sent.
+    tools: list[str] | None = None
 
 
 @dataclass(frozen=True)

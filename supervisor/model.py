@@ -49,6 +49,13 @@ NO_KEY = "not-needed"
 # ---- the tools (their docstrings and field descriptions are what the model reads) --------------
 
 
+#: What the ``tools`` field of a plan item or a delegation means (the model reads it).
+TOOLS_HELP = (
+    "for an agent whose card says it takes a2a-net/tools (e.g. an assistant): the only tool sets or tools it "
+    "may use for this task, e.g. ['files'] or ['run_python']; [] for none; leave out to let it use all"
+)
+
+
 class TodoEntry(BaseModel):
     id: str = Field(description="short unique id, e.g. '1', '2', 'summary'")
     description: str = Field(description="at most ten words, shown in the progress display")
@@ -63,6 +70,7 @@ class TodoEntry(BaseModel):
     arguments: dict[str, Any] | None = Field(
         None, description="structured input for skills that take JSON arguments (see the skill's description)"
     )
+    tools: list[str] | None = Field(None, description=TOOLS_HELP)
 
 
 class UpdateTodo(BaseModel):
@@ -88,6 +96,7 @@ class Delegate(BaseModel):
     item_id: str | None = Field(None, description="the TODO item this delegation does, if any")
     skill: str | None = Field(None, description="the id of the agent's skill to use, if you know it")
     arguments: dict[str, Any] | None = Field(None, description="structured input, for skills that take it")
+    tools: list[str] | None = Field(None, description=TOOLS_HELP)
 
 
 class Reflect(BaseModel):

@@ -355,10 +355,17 @@ def _structured_input(
     if filled is None:
         return None, {}
     arguments, missing = filled
+    named = _files_named(step.text, written)
+    if not missing and any(value in named for value in arguments.values()):
+        return arguments, {}  # it names a file of the run in an argument: the file goes as a part
     if not missing:
-        return arguments, {}
+        # A content-like argument the skill does not require (it could take a file part instead)
+        # is still filled from the steps this one depends on, as a required one would be.
+        template, required, _types = _argument_template(skill) if skill else ({}, set(), {})
+        missing = [n for n in template if n not in arguments and n not in required and _named(n, _BODY_NAMES)]
+        if not missing or not (step.depends_on or (continues and step.refers_back)):
+            return arguments, {}
     if all(_named(name, _BODY_NAMES) for name in missing):
-        named = _files_named(step.text, written)
         if named:  # "run primes.py" after "write primes.py: ...": the file's content (supervisor.workspace)
             return arguments, {name: [FILE_SOURCE + p for p in named] for name in missing}
         if step.depends_on:
@@ -398,6 +405,11 @@ def plan_offline(
         for source in [s for sources in inputs.values() for s in sources if s.startswith(FILE_SOURCE)]:
             writer = written[source.removeprefix(FILE_SOURCE)]
             depends += [] if writer in depends else [writer]
+        # An argument naming a file an earlier step writes ({"file": "primes.py"}): that step comes
+        # first, and its file is sent along as a part (``supervisor.workspace.attachments``).
+        for value in (arguments or {}).values():
+            maker = written.get(value) if isinstance(value, str) else None
+            depends += [] if maker is None or maker in depends else [maker]
         path = (arguments or {}).get("path")
         if isinstance(path, str) and ((arguments or {}).get("content") is not None or "content" in inputs):
             written[path] = ids[index]

@@ -4,13 +4,21 @@
 merged key by key, so a node returns only what it changed. ``messages`` is the supervisor's
 own conversation with its model; the agents' conversations live in their remote tasks and are
 never mixed into it.
+
+The maps (and ``history``) are LangGraph ``DeltaChannel`` s: a checkpoint stores what a step
+changed (its writes), not the whole map again, and the map is rebuilt by replaying the writes
+since the last snapshot (one every ``SNAPSHOT_EVERY`` updates). So a step's checkpoint costs what
+it changed, not what the run holds: with the whole map saved at every step, a run of n items
+costs O(n) per step and O(n²) in all.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from typing import Annotated, Any, Literal, NotRequired, TypedDict
 
 from langchain_core.messages import AnyMessage
+from langgraph.channels.delta import DeltaChannel
 from langgraph.graph.message import add_messages
 
 from .delegation_record import DelegationData
@@ -65,6 +73,8 @@ class Item(TypedDict):
     inputs: NotRequired[dict[str, list[str]]]
     #: The answer to the approval asked by a LangGraph interrupt (agents with ``approval: true``).
     approved: NotRequired[bool]
+    #: The agent's tools for this delegation (``a2a-net/tools``), when the plan or the model chose them.
+    tools: NotRequired[list[str]]
 
 
 class Usage(TypedDict):
@@ -115,6 +125,32 @@ def append(old: list[Any] | None, new: list[Any] | None) -> list[Any]:
     return [*(old or []), *(new or [])]
 
 
+#: A map channel writes a full snapshot every this many updates (replay after a restart is bounded by it).
+SNAPSHOT_EVERY = 200
+
+
+def _batched(pairwise: Callable[[Any, Any], Any]) -> Callable[[Any, Sequence[Any]], Any]:
+    """A ``DeltaChannel`` reducer (state, [writes]) from a pairwise one, applied in order (so two
+    batches one after the other give what their concatenation gives)."""
+
+    def reduce(state: Any, writes: Sequence[Any]) -> Any:
+        for write in writes:
+            state = pairwise(state, write)
+        return state
+
+    reduce.__name__ = f"batched_{pairwise.__name__}"
+    return reduce
+
+
+_merge_all = _batched(merge)
+_merge_nested_all = _batched(merge_nested)
+_append_all = _batched(append)
+
+
+def _deltas(reducer: Callable[[Any, Sequence[Any]], Any]) -> DeltaChannel[Any]:
+    return DeltaChannel(reducer, snapshot_frequency=SNAPSHOT_EVERY)
+
+
 class Turn(TypedDict):
     """One finished run of a conversation (a thread), as later runs of it see it."""
 
@@ -134,11 +170,11 @@ class SupervisorState(TypedDict, total=False):
     started_at: float
     #: The agents as discovery found them (name, status, transport, skills, error).
     agents: list[dict[str, Any]]
-    items: Annotated[dict[str, Item], merge]
+    items: Annotated[dict[str, Item], _deltas(_merge_all)]
     #: Each ``Delegation.as_state()``, by delegation id.
-    delegations: Annotated[dict[str, DelegationData], merge]
+    delegations: Annotated[dict[str, DelegationData], _deltas(_merge_all)]
     #: Results keyed by agent, then by item id (data when the agent returned JSON, else text).
-    variables: Annotated[dict[str, dict[str, Any]], merge_nested]
+    variables: Annotated[dict[str, dict[str, Any]], _deltas(_merge_nested_all)]
     messages: Annotated[list[AnyMessage], add_messages]
     usage: Usage
     replans: int
@@ -151,9 +187,9 @@ class SupervisorState(TypedDict, total=False):
     error: str | None
     #: The earlier runs of this thread (a conversation), oldest first; kept in full here, digested
     #: in prompts (``supervisor.conversation``).
-    history: Annotated[list[Turn], append]
+    history: Annotated[list[Turn], _deltas(_append_all)]
     #: The A2A ``contextId`` of each agent in this thread, so that an agent sees one conversation too.
-    contexts: Annotated[dict[str, str], merge]
+    contexts: Annotated[dict[str, str], _deltas(_merge_all)]
 
 
 def new_item(
@@ -167,6 +203,7 @@ def new_item(
     depends_on: list[str] | None = None,
     tool_call_id: str | None = None,
     inputs: dict[str, list[str]] | None = None,
+    tools: list[str] | None = None,
 ) -> Item:
     item = Item(
         id=item_id,
@@ -188,4 +225,6 @@ def new_item(
     )
     if inputs:
         item["inputs"] = {name: list(ids) for name, ids in inputs.items()}
+    if tools is not None:
+        item["tools"] = list(tools)
     return item

@@ -90,6 +90,7 @@ def _act_delegate(rt: RunContext, call: dict[str, Any], items: dict[str, Item]) 
         skill=args.skill,
         arguments=args.arguments,
         tool_call_id=call["id"],
+        tools=args.tools,
     )
 
 

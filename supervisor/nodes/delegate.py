@@ -23,7 +23,8 @@ from ..offline import PREVIOUS_TURN
 from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
-from ..workspace import FILE_SOURCE, workspace_file
+from ..workspace import FILE_SOURCE, attachments, produced_files, workspace_file
+from .reflect import judge_by_rules
 from .todo import Update, item_event, items_of, note_result
 
 __all__ = ["after_delegate", "delegate", "ready"]
@@ -157,12 +158,38 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     resume = record if record is not None and record.active else None
     arguments = record.arguments if record else _arguments(state, item, items)
     contexts = dict(state.get("contexts") or {})
+    # The files of the items it depends on, as parts (found again from the state after a restart).
+    parts, left_out = _files_for(rt, state, item, items, agent, skill)
+    if left_out and record is None:
+        text += f"\n\n(Files not attached, over supervisor.attachments_bytes: {', '.join(left_out)}.)"
     job = Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts)
-    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved"))))
+    tools = record.tools if record else _tools(rt, item, agent)
+    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved")), tools=tools, parts=parts))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
     return started
+
+
+def _files_for(
+    rt: RunContext, state: SupervisorState, item: Item, items: dict[str, Item], agent: str, skill: str | None
+) -> tuple[list[Any], list[str]]:
+    if not item["depends_on"]:
+        return [], []
+    entry = rt.registry.get(agent)
+    info = entry.skill(skill) if entry is not None else None
+    if info is None:
+        return [], []
+    return attachments(state, item, items, info.input_modes, rt.settings.attachments_bytes)
+
+
+def _tools(rt: RunContext, item: Item, agent: str) -> list[str] | None:
+    """The agent's tools for this delegation: the item's choice (the plan's, the model's), else the
+    agent's configured ``tools``, else none sent."""
+    if "tools" in item:
+        return item["tools"]
+    entry = rt.registry.get(agent)
+    return list(entry.config.tools) if entry is not None and entry.config.tools is not None else None
 
 
 def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> dict[str, Any] | None:
@@ -171,6 +198,9 @@ def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> di
     if not inputs or item["arguments"] is None:
         return item["arguments"]
     filled = dict(item["arguments"])
+    path = filled.get("path")
+    if isinstance(path, str) and _dependency_made(state, item, items, path):
+        return filled  # "save out.txt" after a step that made out.txt: the file itself goes as a part
     for name, sources in inputs.items():
         outputs = [output_of(state, items[s]) for s in sources if s in items and items[s]["status"] == "done"]
         files = [
@@ -184,6 +214,17 @@ def _arguments(state: SupervisorState, item: Item, items: dict[str, Item]) -> di
             outputs += [i["output"] for i in last["items"] if i["status"] == "done" and i.get("output")]
         filled[name] = "\n".join(o.rstrip("\n") for o in outputs) + ("\n" if outputs else "")
     return filled
+
+
+def _dependency_made(state: SupervisorState, item: Item, items: dict[str, Item], path: str) -> bool:
+    records = state.get("delegations") or {}
+    for dependency in item["depends_on"]:
+        source = items.get(dependency)
+        if source is not None and source["status"] == "done" and source["delegations"]:
+            record = records.get(source["delegations"][-1])
+            if record and path in produced_files(dict(record)):
+                return True
+    return False
 
 
 def output_of(state: SupervisorState, item: Item) -> str:
@@ -289,6 +330,14 @@ def _apply_updates(
                 "data": outcome.data,
                 "error": outcome.error,
             }
+            if status == "review" and not rt.use_model_reflection:
+                # Judged by the fixed rules at once: no reflect step (and checkpoint) per item.
+                item_event(rt, item)
+                latest = records.get(item["delegations"][-1]) if item["delegations"] else None
+                latest = latest or (
+                    (state.get("delegations") or {}).get(item["delegations"][-1]) if item["delegations"] else None
+                )
+                item = judge_by_rules(rt, item, Delegation.from_state(latest) if latest else None)
             items[item["id"]] = changed[item["id"]] = item
             note_result(variables, item)
             item_event(rt, item)

@@ -19,7 +19,7 @@ from .converse import tool_results
 from .prompting import valid_calls
 from .todo import Update, item_event, items_of, note_result
 
-__all__ = ["after_reflect", "reflect"]
+__all__ = ["after_reflect", "judge_by_rules", "reflect"]
 
 
 async def reflect(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
@@ -69,6 +69,13 @@ async def after_reflect(state: SupervisorState, runtime: Runtime[RunContext]) ->
     if rt.delegator.in_flight or any(i["status"] in ("running", "pending", "review") for i in items.values()):
         return "delegate"
     return "synthesize"
+
+
+def judge_by_rules(rt: RunContext, item: Item, record: Delegation | None) -> Item:
+    """An item under review, judged by the fixed rules (what ``reflect`` does without a model;
+    the delegate node does it as the item finishes, sparing the run a step per item)."""
+    verdict, reason, instruction = _rule_verdict(item, record)
+    return _judge(rt, item, verdict, reason, instruction)
 
 
 def _rule_verdict(item: Item, record: Delegation | None) -> tuple[str, str, str | None]:

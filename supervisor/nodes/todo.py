@@ -38,6 +38,7 @@ def entries_to_items(rt: RunContext, entries: Sequence[TodoEntry], existing: dic
             arguments=entry.arguments,
             depends_on=entry.depends_on,
             tool_call_id=old["tool_call_id"] if old else None,
+            tools=entry.tools,
         )
     return changed
 

@@ -201,7 +201,8 @@ def test_card_lists_assist_then_the_chosen_tools(ws: Path) -> None:
     assert "web" not in assist.description
     assert assist.examples is not None and len(assist.examples) == 3
     for skill in card.skills[1:]:
-        assert skill.input_modes == ["application/json", "text/plain"]
+        takes_files = skill.id in ("write", "run_python")  # they use files sent with the message
+        assert skill.input_modes == ["application/json", "text/plain", *(["*/*"] if takes_files else [])]
         structured = json.loads((skill.examples or ["{}"])[-1])
         assistant.tool(skill.id).validate(structured["arguments"])
     assert str(ws.resolve()) in assistant.instructions  # the model knows where the files are

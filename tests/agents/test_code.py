@@ -194,7 +194,7 @@ async def test_arguments_over_the_limits_are_rejected(code: CodeAgent) -> None:
         await code.call("run_python", {"code": "pass", "timeout": 99})
     with pytest.raises(ArgumentError, match=r"'code' is .* bytes, over the limit of 256 KiB"):
         await code.call("run_python", {"code": "#" * (300 * 1024)})
-    with pytest.raises(ArgumentError, match="'code' is required"):
+    with pytest.raises(ArgumentError, match=r"give 'code' \(the program\) or 'file'"):
         await code.call("run_python", {})
 
 
@@ -236,12 +236,13 @@ def test_card(code: CodeAgent) -> None:
     card = code.build_card([])
     [skill] = card.skills
     assert skill.id == "run_python"
-    assert "Arguments: code (string, required)" in skill.description
+    assert "Arguments: code (string or null, default null)" in skill.description
+    assert "file (string or null, default null): the name of a file sent with the message" in skill.description
     assert skill.examples == [
         "compute the 30th Fibonacci number with Python",
         '{"tool": "run_python", "arguments": {"code": "print(sum(range(10)))"}}',
     ]
-    assert skill.input_modes == ["application/json", "text/plain"]
+    assert skill.input_modes == ["application/json", "text/plain", "*/*"]  # files sent with the message
 
 
 # ---- over HTTP ------------------------------------------------------------------------------

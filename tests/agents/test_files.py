@@ -255,7 +255,8 @@ def test_card_has_one_skill_per_tool_with_arguments_and_a_structured_example(fil
     assert [s.id for s in card.skills] == ["read", "write", "edit", "list", "delete"]
     assert card.default_input_modes == ["application/json", "text/plain"]
     for skill in card.skills:
-        assert skill.input_modes == ["application/json", "text/plain"]
+        files_sent = ["*/*"] if skill.id == "write" else []  # write saves a file sent with the message
+        assert skill.input_modes == ["application/json", "text/plain", *files_sent]
         assert skill.output_modes
         assert "Arguments: path (string" in skill.description
         assert skill.tags[0] == "files"

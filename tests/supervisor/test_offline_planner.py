@@ -175,6 +175,6 @@ async def test_write_a_program_then_run_it_across_the_files_and_code_agents(agen
     write, run = result.items
     assert (write.agent, run.agent) == ("Files", "Code")
     assert run.depends_on == ["1"]  # it names the file the first step writes
-    assert sent(result, "2") == {"code": script}  # the run's shared file, sent to the code agent
+    assert sent(result, "2") == {"file": "primes.py"}  # the file itself goes as a part of the message
     assert (agents.workspace / "primes.py").read_text() == script
     assert "primes: [2, 3, 5, 7, 11, 13, 17, 19]" in (run.result or "")
