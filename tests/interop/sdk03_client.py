@@ -72,6 +72,8 @@ async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--token")
+    parser.add_argument("--ask-url", help="an agent that asks a question (input-required), then completes")
+    parser.add_argument("--push-url", default="http://127.0.0.1:9/hook", help="the webhook URL to register")
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     async with httpx.AsyncClient(timeout=30, headers=headers) as http:
@@ -103,16 +105,19 @@ async def main() -> None:
             await step("resubscribe", follow)
             config = TaskPushNotificationConfig(
                 task_id=short.id,
-                push_notification_config=PushNotificationConfig(id="hook", url="https://example.com/hook"),
+                push_notification_config=PushNotificationConfig(id="hook", url=args.push_url),
             )
             await step("push-set", lambda: rpc.set_task_callback(config))
             get = GetTaskPushNotificationConfigParams(id=short.id, push_notification_config_id="hook")
             await step("push-get", lambda: rpc.get_task_callback(get))
 
-        asked = await step("ask", lambda: rpc.send_message(params("ask")))
-        if asked is not None and getattr(asked, "id", None):
-            answer = params("the red one", task_id=asked.id, context_id=asked.context_id)
-            await step("answer", lambda: rpc.send_message(answer))
+        if args.ask_url:
+            asking = await step("ask-card", lambda: A2ACardResolver(http, args.ask_url).get_agent_card())
+            ask_rpc = JsonRpcTransport(http, agent_card=asking)
+            asked = await step("ask", lambda: ask_rpc.send_message(params("ask")))
+            if asked is not None and getattr(asked, "id", None):
+                answer = params("Ada", task_id=asked.id, context_id=asked.context_id)
+                await step("answer", lambda: ask_rpc.send_message(answer))
 
 
 if __name__ == "__main__":

@@ -59,9 +59,13 @@ def start_sdk03_server() -> subprocess.Popen[str]:
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=sdk_environ())
 
 
-def run_sdk03_client(url: str, token: str | None = None, timeout: float = 120.0) -> dict[str, dict[str, Any]]:
-    """Run sdk03_client.py against ``url``; its lines by step."""
+def run_sdk03_client(
+    url: str, token: str | None = None, ask_url: str | None = None, timeout: float = 120.0
+) -> dict[str, dict[str, Any]]:
+    """Run sdk03_client.py against ``url`` (``ask_url``: an agent that asks); its lines by step."""
     cmd = [str(sdk03_python()), str(HERE / "sdk03_client.py"), "--url", url]
+    if ask_url:
+        cmd += ["--ask-url", ask_url]
     if token:
         cmd += ["--token", token]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=sdk_environ())
