@@ -194,3 +194,12 @@ async def test_a_0_2_card_is_named_as_such(peer: Any) -> None:
     async with A2AClient(url, retry=RetryPolicy.none(), timeout=10) as client:
         with pytest.raises(CardResolutionError, match=r"this agent speaks A2A 0\.2: not supported"):
             await client.get_card()
+
+
+def test_serve_bindings_flag() -> None:
+    from a2a.cli.main import _bindings
+    from a2a.cli.options import UsageError
+
+    assert _bindings("jsonrpc, REST") == frozenset({"jsonrpc", "rest"})
+    with pytest.raises(UsageError, match="grpc"):
+        _bindings("jsonrpc,grpc")
