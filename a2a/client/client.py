@@ -15,13 +15,19 @@ import httpx
 import msgspec
 
 from .. import types as t
-from ..errors import CardResolutionError, InvalidResponseError, TransportError, UnsupportedOperationError
+from ..errors import CardResolutionError, TransportError, UnsupportedOperationError
 from ..metadata import SKILL_KEY
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..telemetry import tracing
-from ..transport.base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
+from ..transport.base import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ClientTransport,
+    StreamItem,
+    UnreadableEventError,
+)
 from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
@@ -439,9 +445,10 @@ class A2AClient:
             async for item in self._stream("SendStreamingMessage", request, timeout):
                 delivered = True
                 yield item.event
-        except (UnsupportedOperationError, InvalidResponseError) as exc:
+        except (UnsupportedOperationError, UnreadableEventError) as exc:
             # An agent whose card says it does not stream is told so (the caller asked for a
-            # stream it cannot have); one whose card says it does gets the fallback.
+            # stream it cannot have); one whose card says it does gets the fallback. A stream
+            # whose framing is broken (not SSE, events over the limit) is an error, not this.
             declared = self.card is not None and self.card.capabilities.streaming is True
             if delivered or (isinstance(exc, UnsupportedOperationError) and not declared):
                 raise
