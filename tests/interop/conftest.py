@@ -62,3 +62,48 @@ def our_auth_server() -> Iterator[AuthServer]:
         yield AuthServer(url, token)
     finally:
         sdk_env.stop(proc)
+
+
+# --- The peer matrix (tests/interop/peers/, tests/interop/test_peer_*.py) ---------------------
+# Each peer's environment is built on first use under .cache/peers (cached by its pins) and
+# each server is started once per session, like the reference SDK's above.
+
+from peers import common as peer_common  # noqa: E402
+from peers import js_env, ours  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def js_project() -> Path:
+    """The @a2a-js/sdk node project (npm install on first use)."""
+    return js_env.project()
+
+
+@pytest.fixture(scope="session")
+def js_server_url(js_project: Path) -> Iterator[str]:
+    """The JS SDK echo agent (peers/js/echo_server.mjs): JSON-RPC and HTTP+JSON, no auth."""
+    proc, url = js_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def js_auth_server(js_project: Path) -> Iterator[AuthServer]:
+    """The same agent requiring one bearer token on both bindings."""
+    token = secrets.token_urlsafe(24)
+    proc, url = js_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def our_greeter_url() -> Iterator[str]:
+    """``a2a serve examples/input_required_agent.py:agent``: the input-required round trip."""
+    proc, url = ours.start(ours.GREETER, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
