@@ -10,6 +10,7 @@ import subprocess
 from collections.abc import Mapping
 
 import our_env
+
 from peers import common
 
 ECHO = our_env.ECHO_AGENT
