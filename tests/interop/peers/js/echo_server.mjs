@@ -9,6 +9,7 @@
 // Skills (by the message text):
 //   anything   -> a Message with the same text back (no task)
 //   stream:N   -> a task: WORKING, N artifact chunks appended to one artifact, COMPLETED
+//                 (stream:N and hold:S count anywhere in the text: a supervisor step carries them)
 //   hold:S     -> a task: WORKING for S seconds (cancellable), then COMPLETED
 //   ask        -> a task waiting in INPUT_REQUIRED ("What is your name?"); the next message on
 //                 that task completes it with "Hello, <text>!"
@@ -81,7 +82,7 @@ const executor = {
       bus.finished();
       return;
     }
-    if (!/^(stream|hold):|^ask$/.test(text)) {
+    if (!/\b(stream|hold):\d|^ask$/.test(text)) {
       bus.publish({ kind: 'message', data: agentMessage(text, undefined, contextId) });
       bus.finished();
       return;
@@ -100,8 +101,9 @@ const executor = {
       return;
     }
     bus.publish(status(taskId, contextId, TaskState.TASK_STATE_WORKING));
-    if (text.startsWith('stream:')) {
-      const count = Math.min(Number(text.slice(7)) || 0, 1000);
+    const streamed = text.match(/\bstream:(\d+)/);
+    if (streamed) {
+      const count = Math.min(Number(streamed[1]), 1000);
       for (let i = 0; i < count; i++) {
         bus.publish({
           kind: 'artifactUpdate',
@@ -119,7 +121,7 @@ const executor = {
       bus.finished();
       return;
     }
-    const seconds = Math.min(Number(text.slice(5)) || 0, 600);
+    const seconds = Math.min(Number(text.match(/\bhold:(\d+)/)[1]), 600);
     const canceled = await new Promise((resolve) => {
       const timer = setTimeout(() => resolve(false), seconds * 1000);
       holds.set(taskId, () => {
@@ -170,7 +172,10 @@ const server = app.listen(port, '127.0.0.1', () => {
     if (!token || req.headers.authorization === `Bearer ${token}`) return next();
     res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'unauthenticated' });
   };
-  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: () => Promise.resolve(card) }));
+  // The handler sends JSON.stringify of what the provider gives: give it the ProtoJSON form
+  // (the SDK's own objects would put '$case' oneofs, e.g. of securitySchemes, on the wire).
+  const wireCard = AgentCard.toJSON(card);
+  app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: () => Promise.resolve(wireCard) }));
   app.use('/a2a/jsonrpc', auth, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   app.use('/a2a/rest', auth, restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   console.log(`READY ${url}`);
