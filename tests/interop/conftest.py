@@ -68,8 +68,8 @@ def our_auth_server() -> Iterator[AuthServer]:
 # Each peer's environment is built on first use under .cache/peers (cached by its pins) and
 # each server is started once per session, like the reference SDK's above.
 
+from peers import adk_env, js_env, ours  # noqa: E402
 from peers import common as peer_common  # noqa: E402
-from peers import js_env, ours  # noqa: E402
 
 
 @pytest.fixture(scope="session")
@@ -103,6 +103,22 @@ def js_auth_server(js_project: Path) -> Iterator[AuthServer]:
 def our_greeter_url() -> Iterator[str]:
     """``a2a serve examples/input_required_agent.py:agent``: the input-required round trip."""
     proc, url = ours.start(ours.GREETER, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def adk_python() -> Path:
+    """The Google ADK venv's python (pip install on first use)."""
+    return adk_env.python()
+
+
+@pytest.fixture(scope="session")
+def adk_server_url(adk_python: Path) -> Iterator[str]:
+    """An ADK agent (no model) served by ADK's ``to_a2a()`` (peers/adk/echo_server.py)."""
+    proc, url = adk_env.start_server()
     try:
         yield url
     finally:
