@@ -68,7 +68,7 @@ def our_auth_server() -> Iterator[AuthServer]:
 # Each peer's environment is built on first use under .cache/peers (cached by its pins) and
 # each server is started once per session, like the reference SDK's above.
 
-from peers import adk_env, js_env, ours  # noqa: E402
+from peers import adk_env, js_env, langgraph_env, ours  # noqa: E402
 from peers import common as peer_common  # noqa: E402
 
 
@@ -123,3 +123,13 @@ def adk_server_url(adk_python: Path) -> Iterator[str]:
         yield url
     finally:
         peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def langgraph_server() -> Iterator[langgraph_env.LangGraphServer]:
+    """``langgraph dev`` (in memory) serving a trivial graph; its A2A endpoint is ``a2a_url``."""
+    proc, server = langgraph_env.start_server()
+    try:
+        yield server
+    finally:
+        langgraph_env.stop(proc)
