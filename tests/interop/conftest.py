@@ -68,7 +68,7 @@ def our_auth_server() -> Iterator[AuthServer]:
 # Each peer's environment is built on first use under .cache/peers (cached by its pins) and
 # each server is started once per session, like the reference SDK's above.
 
-from peers import adk_env, js_env, langgraph_env, ours  # noqa: E402
+from peers import adk_env, fasta2a_env, js_env, langgraph_env, ours  # noqa: E402
 from peers import common as peer_common  # noqa: E402
 
 
@@ -133,3 +133,29 @@ def langgraph_server() -> Iterator[langgraph_env.LangGraphServer]:
         yield server
     finally:
         langgraph_env.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def fasta2a_python() -> Path:
+    """The fasta2a venv's python (pip install on first use)."""
+    return fasta2a_env.python()
+
+
+@pytest.fixture(scope="session")
+def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
+    """An agent on fasta2a's server without a model (peers/fasta2a/echo_server.py)."""
+    proc, url = fasta2a_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def our_modes_server_url() -> Iterator[str]:
+    """``a2a serve peers/modes_agent.py:agent``: the echo agent with its skill's media types declared."""
+    proc, url = ours.start(ours.MODES, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)

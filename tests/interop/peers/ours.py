@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Mapping
+from pathlib import Path
 
 import our_env
 
@@ -15,6 +16,7 @@ from peers import common
 
 ECHO = our_env.ECHO_AGENT
 GREETER = f"{common.REPO_ROOT / 'examples' / 'input_required_agent.py'}:agent"
+MODES = f"{Path(__file__).resolve().parent / 'modes_agent.py'}:agent"  # skill media types declared
 
 
 def start(agent: str, *args: str, env: Mapping[str, str] | None = None) -> tuple[subprocess.Popen[str], str]:
