@@ -122,6 +122,18 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
         "redis://host:port/db (several replicas share tasks)",
     )
     serve.add_argument(
+        "--bindings",
+        default="jsonrpc,rest,ws",
+        metavar="LIST",
+        help="the bindings served and declared in the card, comma-separated: jsonrpc, rest, ws "
+        "(default: all three)",
+    )
+    serve.add_argument(
+        "--no-v03",
+        action="store_true",
+        help="do not serve A2A 0.3 beside 1.0 (requests without A2A-Version are then refused -32009)",
+    )
+    serve.add_argument(
         "--stdio",
         action="store_true",
         help="serve over stdin/stdout instead of HTTP (newline-delimited JSON-RPC; logs go to stderr)",
@@ -219,6 +231,17 @@ def _factory_options(options: Sequence[str]) -> dict[str, str]:
     return kwargs
 
 
+def _bindings(value: str) -> frozenset[str]:
+    """``--bindings``: a non-empty comma-separated subset of jsonrpc, rest, ws."""
+    from ..server.app import BINDINGS
+
+    chosen = [b.strip().lower() for b in value.split(",") if b.strip()]
+    unknown = [b for b in chosen if b not in BINDINGS]
+    if unknown or not chosen:
+        raise UsageError(f"--bindings takes a comma-separated list of {', '.join(BINDINGS)}; got {value!r}")
+    return frozenset(chosen)
+
+
 def _auth(args: argparse.Namespace) -> list[BearerAuth | ApiKeyAuth]:
     from ..server import ApiKeyAuth, BearerAuth
 
@@ -250,6 +273,8 @@ async def _serve(args: argparse.Namespace) -> int:
         tune_gc=True,  # this process only serves
         access_log=not args.no_access_log,
         metrics=args.metrics,
+        bindings=_bindings(args.bindings),
+        serve_v03=not args.no_v03,
     )
     if config.access_log:
         from ..server.access_log import ACCESS_LOGGER

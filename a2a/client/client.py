@@ -21,12 +21,12 @@ from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..telemetry import tracing
 from ..transport.base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
-from ..transport.http import JsonRpcTransport, RestTransport
+from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
 from ..transport.ws import WebSocketTransport
 from .auth import CredentialProvider
-from .card import choose_interface, fetch_card
+from .card import choose_interface, fetch_card, is_v03
 from .retry import RetryPolicy
 
 __all__ = ["A2AClient", "user_message"]
@@ -35,6 +35,8 @@ log = logging.getLogger("a2a.client")
 
 
 def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    if is_v03(interface):  # the agent speaks A2A 0.3: its method names and objects
+        return JsonRpcV03Transport(client._http, interface.url, interface.tenant, **client._http_limits())
     return JsonRpcTransport(client._http, interface.url, interface.tenant, **client._http_limits())
 
 

@@ -18,6 +18,7 @@ from ..errors import (
     ProtocolError,
     error_for_code,
 )
+from . import v03
 from .codec import decode_as, decoder_for, encode
 from .methods import METHODS, MethodSpec
 from .nesting import DEFAULT_MAX_JSON_DEPTH, NestingTooDeepError, check_depth, too_deep_id
@@ -228,9 +229,39 @@ def decode_result(
         raise InvalidResponseError("Peer sent a JSON-RPC response with neither result nor error")
     try:
         return msgspec.json.decode(result) if result_type is None else decoder_for(result_type).decode(result)
+    except msgspec.ValidationError as exc:
+        if result_type in _V03_SHAPED:
+            return _from_v03(result, result_type, exc)
+        what = "result" if result_type is None else result_type.__name__
+        raise InvalidResponseError(f"Peer sent an invalid {what}: {exc}") from exc
     except (msgspec.DecodeError, UnicodeDecodeError) as exc:
         what = "result" if result_type is None else result_type.__name__
         raise InvalidResponseError(f"Peer sent an invalid {what}: {exc}") from exc
+
+
+#: Results a peer may send in 0.3's shape (``kind``, kebab-case states) although it says 1.0:
+#: LangGraph's endpoint does, for every streamed event. Read through ``v03`` when 1.0 refuses them.
+_V03_SHAPED = (t.StreamResponse, t.SendMessageResponse, t.Task)
+
+
+def _from_v03(result: msgspec.Raw, result_type: type, refused: msgspec.ValidationError) -> Any:
+    """A result that is not 1.0, read as the 0.3 object it may be (by its ``kind``); the error
+    names the field that is wrong, in whichever version it claims to be."""
+    try:
+        plain = msgspec.json.decode(result)
+    except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+        raise InvalidResponseError(f"Peer sent an invalid {result_type.__name__}: {exc}") from exc
+    if not (isinstance(plain, dict) and "kind" in plain):
+        raise InvalidResponseError(f"Peer sent an invalid {result_type.__name__}: {refused}") from refused
+    try:
+        event = v03.event_from_v03(plain, "result")
+        if result_type is t.Task:
+            if "task" not in event:
+                raise v03.V03Error(f"result.kind {plain.get('kind')!r} is not 'task'")
+            return decoder_for(t.Task).decode(encode(event["task"]))
+        return decoder_for(result_type).decode(encode(event))
+    except (v03.V03Error, msgspec.ValidationError) as exc:
+        raise InvalidResponseError(f"Peer sent an invalid A2A 0.3 {result_type.__name__}: {exc}") from exc
 
 
 def decode_response(body: bytes, result_type: type | None) -> Any:

@@ -18,7 +18,9 @@ LAST_EVENT_ID_HEADER = "Last-Event-ID"
 _ANONYMOUS = CallContext()
 
 
-def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: Authenticator) -> CallContext:
+def admit(
+    headers: Mapping[str, str], query: Mapping[str, str], authenticator: Authenticator, *, legacy: bool = False
+) -> CallContext:
     """Check the protocol version and the credentials; the same code serves every binding.
     The caller's W3C trace context (``traceparent``, ``tracestate``) is carried along.
 
@@ -26,7 +28,8 @@ def admit(headers: Mapping[str, str], query: Mapping[str, str], authenticator: A
     for service parameters that arrive another way, e.g. stdio's ``initialize``). The version
     and the extensions may also come as query parameters; credentials only as headers.
     """
-    check_version(headers.get(VERSION_HEADER) or query.get(VERSION_HEADER))
+    if not legacy:  # ``legacy``: the binding serves this request in 0.3 (``v03``), having checked so
+        check_version(headers.get(VERSION_HEADER) or query.get(VERSION_HEADER))
     principal = authenticator.authenticate(headers)
     extensions = headers.get(EXTENSIONS_HEADER) or query.get(EXTENSIONS_HEADER)
     resume = headers.get(LAST_EVENT_ID_HEADER)

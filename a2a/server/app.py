@@ -24,12 +24,14 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 from aiohttp import web
 from aiohttp.abc import AbstractStreamWriter
 from aiohttp.http import RawRequestMessage
 from aiohttp.streams import StreamReader
 from aiohttp.web_protocol import RequestHandler as HttpProtocol
 
+from ..protocol import v03
 from ..protocol.card import CARD_PATH
 from ..protocol.codec import encode
 from ..protocol.connection import WEBSOCKET_BINDING
@@ -54,7 +56,7 @@ from .routing import Dispatcher, Middleware, Route
 from .server_header import ServedRequest, server_software, set_server_header
 from .serving import open_handler, served_card
 from .store import TaskStore
-from .ws import WebSocketBinding, WebSocketConfig, websocket_url
+from .ws import WebSocketBinding, WebSocketConfig
 
 __all__ = [
     "CARD_PATH",
@@ -68,6 +70,8 @@ __all__ = [
 
 log = logging.getLogger("a2a.server")
 
+#: The bindings ``ServerConfig.bindings`` may name.
+BINDINGS = ("jsonrpc", "rest", "ws")
 JSONRPC_PATH = "/a2a/jsonrpc"
 REST_PATH = "/a2a/rest"
 METRICS_PATH = "/metrics"
@@ -108,6 +112,12 @@ class ServerConfig:
     #: Timeouts, connection caps and request encodings (``limits.HttpLimits``). ``start`` applies
     #: them all; an embedded ``app()`` only the encodings (the host's server owns its sockets).
     limits: HttpLimits = field(default_factory=HttpLimits)
+    #: The bindings served and declared in the card (``a2a serve --bindings``): any of
+    #: ``jsonrpc``, ``rest``, ``ws`` (``ws`` also needs ``websocket.enabled``).
+    bindings: frozenset[str] = frozenset(BINDINGS)
+    #: Serve A2A 0.3 beside 1.0 on the JSON-RPC endpoint (requests without ``A2A-Version``, or
+    #: with 0.3) and put the 0.3 fields in the card (``a2a serve --no-v03`` turns it off).
+    serve_v03: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -234,13 +244,20 @@ class A2AServer:
     def interfaces(self, base_url: str) -> list[AgentInterface]:
         """Every interface this server offers, in preference order."""
         base = base_url.rstrip("/")
-        interfaces = [
-            AgentInterface(url=base + JSONRPC_PATH, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION),
-            AgentInterface(url=base + REST_PATH, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION),
-        ]
+        served = self.config.bindings
+        interfaces = []
+        if "jsonrpc" in served:
+            url = base + JSONRPC_PATH
+            interfaces.append(AgentInterface(url=url, protocol_binding="JSONRPC", protocol_version=PROTOCOL_VERSION))
+        if "rest" in served:
+            url = base + REST_PATH
+            interfaces.append(AgentInterface(url=url, protocol_binding="HTTP+JSON", protocol_version=PROTOCOL_VERSION))
         ws = self.config.websocket
-        if ws.enabled:
-            url = websocket_url(base, ws.path)
+        if ws.enabled and "ws" in served:
+            # At the card's own origin (http(s)://, the URL that upgrades), not ws://: clients
+            # such as ADK refuse a card whose interfaces are not all same-origin; ours map the
+            # scheme when they connect (``transport.ws.connect_url``). See protocol.md.
+            url = base + ws.path
             entry = AgentInterface(url=url, protocol_binding=WEBSOCKET_BINDING, protocol_version=PROTOCOL_VERSION)
             interfaces.insert(0 if ws.preferred else len(interfaces), entry)
         return interfaces
@@ -251,7 +268,9 @@ class A2AServer:
     def _card_body(self, base_url: str) -> tuple[bytes, str]:
         cached = self._cards.get(base_url)
         if cached is None:
-            body = encode(self.card(base_url))
+            card = self.card(base_url)
+            # One card for both versions: the 0.3 fields beside the 1.0 ones (``v03``).
+            body = encode(v03.card_to_v03(msgspec.to_builtins(card)) if self.config.serve_v03 else card)
             cached = (body, '"' + hashlib.sha256(body).hexdigest()[:32] + '"')
             if len(self._cards) < 16:  # the Host header picks the entry; keep the cache bounded
                 self._cards[base_url] = cached
@@ -279,7 +298,14 @@ class A2AServer:
         limit = self.config.max_body_bytes
         depth = self.config.max_json_depth
         heartbeat = self.config.sse_heartbeat
-        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, max_json_depth=depth, heartbeat=heartbeat)
+        jsonrpc = JsonRpcBinding(
+            self.handler,
+            self.authenticator,
+            limit,
+            max_json_depth=depth,
+            heartbeat=heartbeat,
+            serve_v03=self.config.serve_v03,
+        )
         rest = RestBinding(
             self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth, heartbeat=heartbeat
         )
@@ -291,8 +317,6 @@ class A2AServer:
         health = Health(self.handler, card, lambda request: self._base_url(request, mount) + CARD_PATH, links)
         routes = [
             Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), get),
-            Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body),
-            Route(mount + REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body),
             # Operations: no credentials, never the agent.
             Route(mount or "/", health.root, get),
             Route(mount + HEALTHZ_PATH, health.live, get),
@@ -300,14 +324,21 @@ class A2AServer:
         ]
         if self.metrics is not None:
             routes.append(Route(mount + METRICS_PATH, self.metrics.serve, get))
-        bindings = [(mount + JSONRPC_PATH, "JSONRPC"), (mount + REST_PATH + "/", "HTTP+JSON")]
+        served = self.config.bindings
+        bindings = []
+        if "jsonrpc" in served:
+            routes.append(Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body))
+            bindings.append((mount + JSONRPC_PATH, "JSONRPC"))
+        if "rest" in served:
+            routes.append(Route(mount + REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body))
+            bindings.append((mount + REST_PATH + "/", "HTTP+JSON"))
         # Stop steps run before aiohttp waits for the open requests (``on_shutdown``, not a
         # cleanup context): readiness says so first, then the runs end CANCELED, so that
         # streams and blocking sends are answered that at once instead of being cut off after
         # ``shutdown_timeout``.
         hooks: list[ShutdownHook] = [health.stop, self.handler.shutdown]
         ws = self.config.websocket
-        if ws.enabled:
+        if ws.enabled and "ws" in served:
             binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit, max_json_depth=depth)
             routes.append(Route(mount + ws.path, binding.handle, get, errors=jsonrpc_error_body))
             bindings.append((mount + ws.path, "WEBSOCKET"))

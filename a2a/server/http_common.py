@@ -10,13 +10,23 @@ from aiohttp import web
 
 from ..errors import InternalError, ProtocolError
 from ..protocol.sse import HEARTBEAT, encode_event
+from ..protocol.version import VERSION_HEADER
 from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
 from .request_body import read_request_body
 
-__all__ = ["DEFAULT_SSE_HEARTBEAT", "SSE_HEADERS", "first_event", "gate", "read_body", "write_sse"]
+__all__ = [
+    "DEFAULT_SSE_HEARTBEAT",
+    "SSE_HEADERS",
+    "first_event",
+    "gate",
+    "read_body",
+    "requested_version",
+    "sse_error",
+    "write_sse",
+]
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
 #: Seconds between two heartbeat comments on an event stream: well inside the client's idle
@@ -27,10 +37,26 @@ DEFAULT_SSE_HEARTBEAT = 15.0
 _NO_QUERY: Mapping[str, str] = {}
 
 
-def gate(request: web.BaseRequest, authenticator: Authenticator) -> CallContext:
+def gate(request: web.BaseRequest, authenticator: Authenticator, *, legacy: bool = False) -> CallContext:
     """Admit an HTTP request (see ``admit``): its headers, and its query when it has one."""
     # Parsing the query costs more than the rest of the gate: only when there is one.
-    return admit(request.headers, request.query if request.query_string else _NO_QUERY, authenticator)
+    return admit(request.headers, request.query if request.query_string else _NO_QUERY, authenticator, legacy=legacy)
+
+
+def requested_version(request: web.BaseRequest) -> str | None:
+    """The ``A2A-Version`` a request asks for (header or query parameter), if any."""
+    return request.headers.get(VERSION_HEADER) or (request.query.get(VERSION_HEADER) if request.query_string else None)
+
+
+async def sse_error(request: web.BaseRequest, body: bytes) -> web.StreamResponse:
+    """A stream that fails before its first event, as an SSE stream of that one error: what a
+    0.3 client reads (it refuses any other content type, hiding the error)."""
+    response = web.StreamResponse(headers=SSE_HEADERS)
+    with contextlib.suppress(ConnectionError):
+        await response.prepare(request)
+        await response.write(encode_event(body))
+        await response.write_eof()
+    return response
 
 
 async def read_body(request: web.BaseRequest, limit: int) -> bytes:

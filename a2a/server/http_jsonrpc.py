@@ -3,21 +3,45 @@
 from __future__ import annotations
 
 import logging
+from typing import Any
 
+import msgspec
 from aiohttp import web
 
-from ..errors import AuthenticationRequiredError, InternalError, InvalidRequestError, ProtocolError
+from ..errors import (
+    AuthenticationRequiredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ProtocolError,
+    VersionNotSupportedError,
+)
+from ..protocol import v03
 from ..protocol.codec import encode
-from ..protocol.jsonrpc import RequestError, decode_call, encode_error, encode_result, request_id_of
-from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
+from ..protocol.jsonrpc import Call, RequestError, decode_call, encode_error, encode_result, request_id_of
+from ..protocol.methods import METHODS
+from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
+from ..protocol.version import is_legacy
 from ..types import RequestId
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
+from .http_common import (
+    DEFAULT_SSE_HEARTBEAT,
+    first_event,
+    gate,
+    read_body,
+    requested_version,
+    sse_error,
+    write_sse,
+)
 from .limits import BODY_REFUSALS
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
+
+#: The 0.3 methods that answer with a stream.
+_V03_STREAMS = frozenset({"message/stream", "tasks/resubscribe"})
 
 log = logging.getLogger("a2a.server")
 
@@ -38,8 +62,11 @@ class JsonRpcBinding:
         *,
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
         heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
+        serve_v03: bool = True,
     ) -> None:
         self.handler = handler
+        #: Serve A2A 0.3 (its method names and objects) to requests that ask for it: see ``v03``.
+        self.serve_v03 = serve_v03
         self.authenticator = authenticator
         self.max_body = max_body
         self.max_json_depth = max_json_depth
@@ -70,6 +97,8 @@ class JsonRpcBinding:
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         # The handler raises only protocol errors; anything else here is a request no decoder
         # expected (answered -32600) or a fault of ours (-32603): never an exception out of here.
+        if self.serve_v03 and is_legacy(requested_version(request)):
+            return await self._handle_v03(request)
         try:
             ctx = gate(request, self.authenticator)
         except ProtocolError as exc:
@@ -107,6 +136,106 @@ class JsonRpcBinding:
 
         def frame(logged: LoggedEvent) -> bytes:
             return prefix + logged.body + b"}"
+
+        return await write_sse(
+            request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
+        )
+
+    # ---- A2A 0.3, translated at the edge ----------------------------------------------------
+
+    def _envelope_v03(self, body: bytes) -> dict[str, Any] | None:
+        """The request object of a 0.3 request's body (``None``: not one; ``decode_call`` then
+        gives the usual -32700 / -32600). A 1.0 method name is refused -32009 here, before
+        the credentials, as a request without a version always was: a 1.0 client that forgot
+        the header, told what to send rather than guessed at."""
+        check_depth(body, self.max_json_depth)
+        try:
+            envelope: Any = msgspec.json.decode(body)
+        except (msgspec.DecodeError, UnicodeDecodeError):
+            return None
+        if not isinstance(envelope, dict) or not isinstance(envelope.get("method"), str):
+            return None
+        method = envelope["method"]
+        if method not in v03.METHODS_FROM_V03:
+            request_id = envelope.get("id") if isinstance(envelope.get("id"), (str, int)) else None
+            error: ProtocolError = MethodNotFoundError(f"Method not found in A2A 0.3: {method!r}")
+            if method in METHODS:
+                error = VersionNotSupportedError(
+                    f"{method} is an A2A 1.0 method, and a request without A2A-Version (or with 0.3) is "
+                    "served in 0.3: send the header or query parameter A2A-Version: 1.0"
+                )
+            raise RequestError(error, request_id)
+        return envelope
+
+    def _call_v03(self, body: bytes, envelope: dict[str, Any] | None) -> Call:
+        """The 1.0 call of a 0.3 request: its method renamed, its params translated (``v03``)."""
+        if envelope is None:
+            return decode_call(body, max_depth=self.max_json_depth)
+        name = v03.METHODS_FROM_V03[envelope["method"]]
+        try:
+            params = v03.params_from_v03(name, envelope.get("params"))
+        except v03.V03Error as exc:
+            request_id = envelope.get("id") if isinstance(envelope.get("id"), (str, int)) else None
+            raise RequestError(InvalidParamsError(f"Invalid 0.3 params: {exc}"), request_id) from None
+        return decode_call(encode({**envelope, "method": name, "params": params}), max_depth=self.max_json_depth)
+
+    async def _error_v03(
+        self, request: web.BaseRequest, request_id: RequestId, error: ProtocolError, streaming: bool
+    ) -> web.StreamResponse:
+        """A 0.3 client of a stream reads its errors from the stream (it refuses any other
+        content type, hiding the error); refusals of the transport (401, 413...) stay HTTP."""
+        response = self._error(request_id, error)
+        if streaming and response.status == 200:
+            return await sse_error(request, encode_error(request_id, error))
+        return response
+
+    async def _handle_v03(self, request: web.BaseRequest) -> web.StreamResponse:
+        request_id: RequestId = None
+        streaming = False
+        try:
+            try:
+                body = await read_body(request, self.max_body)
+                envelope = self._envelope_v03(body)
+                if envelope is not None:
+                    request_id = envelope.get("id") if isinstance(envelope.get("id"), (str, int)) else None
+                    streaming = envelope["method"] in _V03_STREAMS
+                ctx = gate(request, self.authenticator, legacy=True)
+                call = self._call_v03(body, envelope)
+            except (RequestError, ProtocolError):
+                raise
+            except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
+                log.warning(
+                    "refused a 0.3 request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc)
+                )
+                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
+            request_id = call.id
+            name = call.method.name
+            if call.method.streaming:
+                return await self._stream_v03(request, call, ctx)
+            result = await self.handler.call(name, call.params, ctx)
+            translated = v03.result_to_v03(name, None if result is None else msgspec.to_builtins(result))
+            return web.Response(body=encode_result(call.id, translated), content_type=JSON)
+        except RequestError as exc:
+            return await self._error_v03(request, exc.request_id, exc.error, streaming)
+        except ProtocolError as exc:
+            return await self._error_v03(request, request_id, exc, streaming)
+        except (ConnectionError, web.HTTPException):
+            raise
+        except Exception:  # a fault of ours: answered as such, with the request id
+            log.exception("could not answer a 0.3 JSON-RPC request")
+            return self._error(request_id, InternalError())
+
+    async def _stream_v03(self, request: web.BaseRequest, call: Call, ctx: CallContext) -> web.StreamResponse:
+        request_id = call.id
+        events = self.handler.stream(call.method.name, call.params, ctx)
+        try:
+            first = await first_event(events)
+        except ProtocolError as exc:  # a 0.3 client reads errors of a stream from the stream
+            return await sse_error(request, encode_error(request_id, exc))
+        prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
+
+        def frame(logged: LoggedEvent) -> bytes:
+            return prefix + encode(v03.event_to_v03(msgspec.json.decode(logged.body))) + b"}"
 
         return await write_sse(
             request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat

@@ -17,18 +17,35 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 import httpx
+import msgspec
 
 from .. import types as t
 from ..backoff import parse_retry_after
-from ..errors import HTTPStatusError, InvalidResponseError, ProtocolError, RequestTimeoutError, TransportError
-from ..protocol import rest
+from ..errors import (
+    HTTPStatusError,
+    InvalidResponseError,
+    ProtocolError,
+    RequestTimeoutError,
+    TransportError,
+    UnsupportedOperationError,
+)
+from ..protocol import rest, v03
+from ..protocol.codec import decoder_for, encode
 from ..protocol.jsonrpc import RequestIdCounter, decode_response, encode_request
 from ..protocol.methods import MethodSpec, with_tenant
 from ..protocol.sse import SSEDecoder, SSEEvent
+from ..protocol.version import VERSION_HEADER
 from .base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
 from .body import ACCEPT_ENCODING, decoded_chunks, read_body
 
-__all__ = ["JsonRpcTransport", "RestTransport", "exchange", "http_error", "translate_httpx_error"]
+__all__ = [
+    "JsonRpcTransport",
+    "JsonRpcV03Transport",
+    "RestTransport",
+    "exchange",
+    "http_error",
+    "translate_httpx_error",
+]
 
 T = TypeVar("T")
 
@@ -300,6 +317,44 @@ class JsonRpcTransport(_HttpTransport):
     def _stream_error(self, data: str) -> Exception:
         decode_response(data.encode(), None)  # raises the error it carries
         return InvalidResponseError(f"Stream error without an error body: {data[:200]}")
+
+
+#: The 1.0 operation whose 0.3 result a result type is (for ``v03.result_from_v03``).
+_V03_RESULTS: dict[type, str] = {
+    t.SendMessageResponse: "SendMessage",
+    t.StreamResponse: "SendStreamingMessage",
+    t.Task: "GetTask",
+    t.TaskPushNotificationConfig: "GetTaskPushNotificationConfig",
+    t.ListTaskPushNotificationConfigsResponse: "ListTaskPushNotificationConfigs",
+    t.AgentCard: "GetExtendedAgentCard",
+}
+
+
+class JsonRpcV03Transport(JsonRpcTransport):
+    """JSON-RPC to an agent that speaks A2A 0.3: 0.3 method names and objects on the wire,
+    1.0 objects to the caller (``v03`` translates both ways)."""
+
+    def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:
+        name = v03.METHODS_TO_V03.get(method.name)
+        if name is None:
+            raise UnsupportedOperationError(f"{self.url} speaks A2A 0.3, which has no {method.name}")
+        plain = v03.params_to_v03(method.name, msgspec.to_builtins(params))
+        body = encode({"jsonrpc": "2.0", "id": self._ids(), "method": name, "params": plain})
+        headers = {"Content-Type": "application/json", "Accept": accept, VERSION_HEADER: v03.LEGACY_VERSION}
+        return self._client.build_request("POST", self.url, content=body, headers=headers)
+
+    def _result(self, body: bytes | str, result_type: type | None) -> Any:
+        plain = decode_response(body if isinstance(body, bytes) else body.encode(), None)
+        if result_type is None:
+            return None
+        try:
+            translated = v03.result_from_v03(_V03_RESULTS.get(result_type, ""), plain)
+            return decoder_for(result_type).decode(encode(translated))
+        except (v03.V03Error, msgspec.ValidationError) as exc:
+            raise InvalidResponseError(f"{self.url} sent an invalid A2A 0.3 {result_type.__name__}: {exc}") from exc
+
+    def _unstreamed(self, response: httpx.Response, body: bytes) -> StreamItem:
+        return StreamItem(self._result(body, t.StreamResponse))
 
 
 class RestTransport(_HttpTransport):

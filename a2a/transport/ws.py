@@ -90,6 +90,16 @@ def _refused(exc: InvalidStatus, url: str) -> Exception:
     )
 
 
+def connect_url(url: str) -> str:
+    """The ``ws(s)://`` URL to open for a WebSocket interface: a card may name it at its own
+    origin, ``http(s)://`` (the URL that upgrades), so that it stays same-origin."""
+    if url.startswith("https://"):
+        return "wss://" + url[len("https://") :]
+    if url.startswith("http://"):
+        return "ws://" + url[len("http://") :]
+    return url
+
+
 class WebSocketTransport(ConnectionTransport):
     """A2A over one WebSocket (``ws://`` or ``wss://``), as the card's WebSocket interface names it."""
 
@@ -136,7 +146,7 @@ class WebSocketTransport(ConnectionTransport):
     async def _open(self, timeout: float | None) -> _Connection:
         try:
             ws = await connect(
-                self.url,
+                connect_url(self.url),
                 additional_headers=self.headers,
                 compression=None,
                 max_size=self.max_message_bytes,

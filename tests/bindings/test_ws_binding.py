@@ -284,7 +284,9 @@ async def test_card_lists_websocket_and_the_client_can_prefer_it(echo_agent: Age
         async with A2AClient(server.url, retry=RetryPolicy.none()) as client:
             card = await client.get_card()
             assert card.supported_interfaces[0].protocol_binding == WEBSOCKET_BINDING
-            assert card.supported_interfaces[0].url == url
+            # Declared at the card's own origin (ADK refuses other origins); the client upgrades it.
+            assert card.supported_interfaces[0].url == server.url + "/a2a/ws"
+            assert url == "ws://" + server.url.removeprefix("http://") + "/a2a/ws"
             assert isinstance(await client.send("hi"), t.Message)
             assert client.interface is not None
             assert client.interface.protocol_binding == WEBSOCKET_BINDING

@@ -87,8 +87,14 @@ async def test_card_stays_public_and_lists_the_schemes(sraw: Raw, secured: A2ASe
     assert response.status_code == 200
     card = response.json()
     schemes = card["securitySchemes"]
-    assert schemes["bearer"] == {"httpAuthSecurityScheme": {"scheme": "Bearer"}}
-    assert schemes["apiKey"] == {"apiKeySecurityScheme": {"location": "header", "name": "X-API-Key"}}
+    assert schemes["bearer"]["httpAuthSecurityScheme"] == {"scheme": "Bearer"}
+    assert schemes["apiKey"]["apiKeySecurityScheme"] == {"location": "header", "name": "X-API-Key"}
+    # Beside them, the same schemes in 0.3's form, so that one card serves both versions.
+    assert {k: v for k, v in schemes["bearer"].items() if k != "httpAuthSecurityScheme"} == {
+        "type": "http",
+        "scheme": "Bearer",
+    }
+    assert card["security"] == [{"bearer": []}, {"apiKey": []}] or {"bearer": []} in card["security"]
     requirements = card["securityRequirements"]
     named = [set(req["schemes"]) for req in requirements]
     assert {"bearer"} in named and {"apiKey"} in named, "either scheme alone is enough"

@@ -486,9 +486,10 @@ async def test_an_unreadable_id_on_a_refused_request_is_null(
     served: tuple[str, A2AServer], http: httpx.AsyncClient, body: bytes
 ) -> None:
     """JSON-RPC 2.0 §5: null when the id cannot be detected; the refusal itself stays the
-    version's (it is checked first)."""
+    version's (it is checked first). (Without a version the request is served in 0.3.)"""
     url, _ = served
-    jsonrpc_error_of(await bounded(http.post(url + JSONRPC_PATH, content=body)), 200, -32009, None)
+    response = await bounded(http.post(url + JSONRPC_PATH, content=body, headers={"A2A-Version": "2.0"}))
+    jsonrpc_error_of(response, 200, -32009, None)
 
 
 async def test_a_body_over_the_limit_is_not_read_for_its_id(
@@ -497,7 +498,8 @@ async def test_a_body_over_the_limit_is_not_read_for_its_id(
     """A body too large is never read, not even for its id: ``null``."""
     url, server = served
     body = envelope("big", text="z" * (server.config.max_body_bytes + 1))
-    jsonrpc_error_of(await bounded(http.post(url + JSONRPC_PATH, content=body)), 200, -32009, None)
+    response = await bounded(http.post(url + JSONRPC_PATH, content=body, headers={"A2A-Version": "2.0"}))
+    jsonrpc_error_of(response, 200, -32009, None)
 
 
 @pytest.fixture(params=["start", "embedded"])

@@ -1,0 +1,111 @@
+"""An A2A 0.3 echo agent built on a2a-sdk 0.3's own server classes.
+
+Runs ONLY under the 0.3 SDK venv (see sdk03_env.py): its ``a2a`` package is a2a-sdk 0.3, not
+ours. Serves JSON-RPC at ``POST /`` and the 0.3 card at ``/.well-known/agent-card.json``;
+prints ``READY <base url>`` on stdout once listening.
+
+By message text: ``stream:N`` streams N chunks into one artifact, ``hold:S`` works for S seconds
+(cancellable), ``ask`` asks a question (input-required; the answer completes the task),
+anything else is echoed back as a plain agent Message.
+"""
+
+# ruff: noqa: I001 - the ``a2a`` imported here is the SDK's, which ruff takes for ours
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import socket
+import sys
+
+import uvicorn
+from a2a.server.agent_execution import AgentExecutor, RequestContext
+from a2a.server.apps import A2AStarletteApplication
+from a2a.server.events import EventQueue
+from a2a.server.request_handlers import DefaultRequestHandler
+from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
+from a2a.types import AgentCapabilities, AgentCard, AgentSkill, Part, TaskState, TextPart
+from a2a.utils import new_agent_text_message, new_task
+
+
+class Echo(AgentExecutor):
+    async def execute(self, context: RequestContext, event_queue: EventQueue) -> None:
+        text = context.get_user_input().strip()
+        task = context.current_task
+        if task is not None and task.status.state == TaskState.input_required:
+            updater = TaskUpdater(event_queue, task.id, task.context_id)
+            await updater.complete(updater.new_agent_message([Part(root=TextPart(text=f"answered: {text}"))]))
+            return
+        if not (text.startswith(("stream:", "hold:")) or text == "ask"):
+            await event_queue.enqueue_event(new_agent_text_message(text, context.context_id))
+            return
+        assert context.message is not None
+        task = new_task(context.message)
+        await event_queue.enqueue_event(task)
+        updater = TaskUpdater(event_queue, task.id, task.context_id)
+        if text.startswith("stream:"):
+            count = int(text[7:])
+            for i in range(count):
+                await updater.add_artifact(
+                    [Part(root=TextPart(text=f"chunk {i}"))],
+                    artifact_id="echo-stream",
+                    name="echo-stream",
+                    append=i > 0,
+                    last_chunk=i == count - 1,
+                )
+            await updater.complete()
+        elif text.startswith("hold:"):
+            seconds = float(text[5:])
+            await updater.update_status(
+                TaskState.working, updater.new_agent_message([Part(root=TextPart(text="holding"))])
+            )
+            await asyncio.sleep(seconds)
+            await updater.complete()
+        else:
+            question = updater.new_agent_message([Part(root=TextPart(text="which one?"))])
+            await updater.update_status(TaskState.input_required, question, final=True)
+
+    async def cancel(self, context: RequestContext, event_queue: EventQueue) -> None:
+        assert context.task_id is not None and context.context_id is not None
+        await TaskUpdater(event_queue, context.task_id, context.context_id).cancel()
+
+
+async def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--port", type=int, default=0)
+    args = parser.parse_args()
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", args.port))
+    url = f"http://127.0.0.1:{sock.getsockname()[1]}"
+    card = AgentCard(
+        name="Echo03",
+        description="a2a-sdk 0.3 echo agent",
+        url=url + "/",
+        version="1.0.0",
+        capabilities=AgentCapabilities(streaming=True, push_notifications=True),
+        default_input_modes=["text/plain"],
+        default_output_modes=["text/plain"],
+        skills=[AgentSkill(id="echo", name="Echo", description="echo", tags=["echo"])],
+    )
+    handler = DefaultRequestHandler(
+        agent_executor=Echo(),
+        task_store=InMemoryTaskStore(),
+        push_config_store=InMemoryPushNotificationConfigStore(),
+    )
+    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
+    serving = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if serving.done():
+            serving.result()
+            return
+        await asyncio.sleep(0.05)
+    print(f"READY {url}", flush=True)
+    await serving
+
+
+if __name__ == "__main__":
+    try:
+        asyncio.run(main())
+    except KeyboardInterrupt:
+        sys.exit(0)

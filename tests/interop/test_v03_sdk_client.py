@@ -1,0 +1,107 @@
+"""a2a-sdk 0.3's client (its JSON-RPC transport, 0.3 on the wire) against OUR server.
+
+Our server runs as ``a2a serve`` with its defaults (0.3 beside 1.0); the 0.3 client runs in its
+own venv (``sdk03_env``) and prints what it parsed, one line per operation. A 1.0 client then
+reads the same tasks: one store, translated at the edge.
+"""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import our_env
+import pytest
+import sdk03_env
+import sdk_env
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+GREETER = f"{our_env.REPO_ROOT / 'examples' / 'input_required_agent.py'}:agent"
+
+
+def _serve(target: str, *args: str) -> tuple[subprocess.Popen[str], str]:
+    cmd = [*our_env.cli_command(), "serve", target, "--host", "127.0.0.1", "--port", "0", *args]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, cwd=our_env.REPO_ROOT, env=our_env.clean_env())
+    return proc, sdk_env.wait_ready(proc, pattern=r"^Serving .* at (http://\S+)", what="a2a serve")
+
+
+@pytest.fixture(scope="module")
+def run() -> Iterator[tuple[str, dict[str, dict[str, Any]]]]:
+    """Our echo agent (push allowed to loopback) and our greeter; the 0.3 client's lines."""
+    echo, url = _serve(our_env.ECHO_AGENT, "--push-allow", "127.0.0.1")
+    try:
+        greeter, ask_url = _serve(GREETER)
+        try:
+            yield url, sdk03_env.run_sdk03_client(url, ask_url=ask_url)
+        finally:
+            sdk_env.stop(greeter)
+    finally:
+        sdk_env.stop(echo)
+
+
+def data(lines: dict[str, dict[str, Any]], step: str) -> Any:
+    line = lines.get(step)
+    assert line is not None, f"no {step!r} step in {sorted(lines)}"
+    assert "error" not in line, f"{step}: {line['error']}"
+    return line["data"]
+
+
+def test_card(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    url, lines = run
+    card = data(lines, "card")
+    assert card["url"] == url + "/a2a/jsonrpc" and card["preferredTransport"] == "JSONRPC"
+    assert card["protocolVersion"] == "0.3.0"
+
+
+def test_send_gets_a_0_3_message(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    message = data(run[1], "send")
+    assert message["kind"] == "message" and message["role"] == "agent"
+    assert message["parts"] == [{"kind": "text", "text": "hello"}]
+
+
+def test_stream_of_0_3_events(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    events = data(run[1], "stream")
+    kinds = [e["kind"] for e in events]
+    assert kinds[0] == "task" and kinds.count("artifact-update") == 3 and kinds[-1] == "status-update"
+    assert events[-1]["status"]["state"] == "completed" and events[-1]["final"] is True
+    task = data(run[1], "get")
+    assert task["status"]["state"] == "completed"
+    assert [p["text"] for p in task["artifacts"][0]["parts"]] == ["chunk 0", "chunk 1", "chunk 2"]
+
+
+def test_cancel(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    assert data(run[1], "send-nonblocking")["kind"] == "task"
+    assert data(run[1], "cancel")["status"]["state"] == "canceled"
+
+
+def test_resubscribe(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    events = data(run[1], "resubscribe")
+    assert events[0]["kind"] == "task"
+    assert events[-1]["kind"] == "status-update" and events[-1]["status"]["state"] == "completed"
+    assert events[-1]["final"] is True
+
+
+def test_push_config(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    stored = data(run[1], "push-set")
+    assert stored["pushNotificationConfig"]["url"] == "http://127.0.0.1:9/hook"
+    assert data(run[1], "push-get")["pushNotificationConfig"]["id"] == "hook"
+
+
+def test_input_required_round_trip(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    asked = data(run[1], "ask")
+    assert asked["kind"] == "task" and asked["status"]["state"] == "input-required"
+    answered = data(run[1], "answer")
+    assert answered["id"] == asked["id"] and answered["status"]["state"] == "completed"
+    assert "Ada" in answered["status"]["message"]["parts"][0]["text"]
+
+
+def test_a_1_0_client_sees_the_same_tasks(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
+    url, lines = run
+    task_id = data(lines, "get")["id"]
+    body = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": task_id}}
+    response = httpx.post(url + "/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=10)
+    task = response.json()["result"]
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED" and "kind" not in task

@@ -1,0 +1,106 @@
+"""OUR client (``A2AClient``, the CLI) against a2a-sdk 0.3's server: a 0.3 card, 0.3 on the wire.
+
+The 0.3 echo agent (``sdk03_echo_server.py``) runs in the 0.3 SDK's own venv; our client reads
+its card (no ``supportedInterfaces``), chooses 0.3 from it and speaks 0.3 JSON-RPC, handing
+1.0 objects to its caller.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import AsyncIterator, Iterator
+
+import our_env
+import pytest
+import sdk03_env
+import sdk_env
+
+from a2a import A2AClient
+from a2a import types as t
+from a2a.client.retry import RetryPolicy
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def sdk03_url() -> Iterator[str]:
+    proc = sdk03_env.start_sdk03_server()
+    try:
+        yield sdk_env.wait_ready(proc, what="a2a-sdk 0.3 server")
+    finally:
+        sdk_env.stop(proc)
+
+
+@pytest.fixture
+async def client(sdk03_url: str) -> AsyncIterator[A2AClient]:
+    async with A2AClient(sdk03_url, retry=RetryPolicy.none(), timeout=20) as c:
+        yield c
+
+
+async def test_card_is_read_as_0_3(client: A2AClient, sdk03_url: str) -> None:
+    card = await client.get_card()
+    assert card.name == "Echo03"
+    assert [(i.protocol_binding, i.protocol_version) for i in card.supported_interfaces] == [("JSONRPC", "0.3")]
+    assert card.capabilities.streaming is True
+
+
+async def test_send_message_reply(client: A2AClient) -> None:
+    reply = await client.send("hello")
+    assert isinstance(reply, t.Message) and reply.role is t.Role.AGENT and reply.text == "hello"
+
+
+async def test_stream_get_and_list_is_refused(client: A2AClient) -> None:
+    events = [e async for e in client.stream("stream:3")]
+    payloads = [e.payload for e in events]
+    assert isinstance(payloads[0], t.Task)
+    assert sum(isinstance(p, t.TaskArtifactUpdateEvent) for p in payloads) == 3
+    last = payloads[-1]
+    assert isinstance(last, t.TaskStatusUpdateEvent) and last.status.state is t.TaskState.COMPLETED
+    task = await client.get_task(payloads[0].id)
+    assert task.status.state is t.TaskState.COMPLETED
+    assert task.artifacts is not None and [p.text for p in task.artifacts[0].parts] == ["chunk 0", "chunk 1", "chunk 2"]
+    with pytest.raises(Exception, match=r"0\.3, which has no ListTasks"):
+        await client.list_tasks()
+
+
+async def test_cancel_and_subscribe(client: A2AClient) -> None:
+    held = await client.send("hold:30", return_immediately=True)
+    assert isinstance(held, t.Task)
+    canceled = await client.cancel_task(held.id)
+    assert canceled.status.state is t.TaskState.CANCELED
+    short = await client.send("hold:1", return_immediately=True)
+    assert isinstance(short, t.Task)
+    events = [e.payload async for e in client.subscribe(short.id)]
+    last = events[-1]
+    assert isinstance(last, t.TaskStatusUpdateEvent) and last.status.state is t.TaskState.COMPLETED
+
+
+async def test_push_config(client: A2AClient) -> None:
+    held = await client.send("hold:1", return_immediately=True)
+    assert isinstance(held, t.Task)
+    stored = await client.create_push_config(held.id, "http://127.0.0.1:9/hook", config_id="hook", token="tok")
+    assert stored.url == "http://127.0.0.1:9/hook" and stored.task_id == held.id
+    got = await client.get_push_config(held.id, "hook")
+    assert got.id == "hook"
+    listed = await client.list_push_configs(held.id)
+    assert [c.id for c in listed.configs] == ["hook"]
+
+
+async def test_input_required_round_trip(client: A2AClient) -> None:
+    asked = await client.send("ask")
+    assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED
+    answered = await client.send("Ada", task_id=asked.id, context_id=asked.context_id)
+    assert isinstance(answered, t.Task) and answered.id == asked.id
+    assert answered.status.state is t.TaskState.COMPLETED
+
+
+def test_cli_card_send_and_stream(sdk03_url: str) -> None:
+    card = our_env.run_cli("card", sdk03_url, "--json", "--retries", "1", "--timeout", "20")
+    assert card.returncode == 0, card.stderr
+    assert json.loads(card.stdout)["supportedInterfaces"][0]["protocolVersion"] == "0.3"
+    sent = our_env.run_cli("send", sdk03_url, "hello", "--retries", "1", "--timeout", "20")
+    assert (sent.returncode, sent.stdout) == (0, "hello\n"), sent.stderr
+    streamed = our_env.run_cli("send", sdk03_url, "stream:2", "--stream", "--json", "--retries", "1", "--timeout", "20")
+    assert streamed.returncode == 0, streamed.stderr
+    kinds = [next(iter(json.loads(line))) for line in streamed.stdout.splitlines() if line.strip()]
+    assert kinds[0] == "task" and kinds.count("artifactUpdate") == 2 and kinds[-1] == "statusUpdate"

@@ -1,0 +1,181 @@
+"""The A2A 0.3 <-> 1.0 translation (``a2a.protocol.v03``), object by object, both ways.
+
+The 0.3 shapes are those of the 0.3.0 specification (``specification/json/a2a.json``): ``kind``
+discriminators, kebab-case states, ``final`` on status updates, ``file`` parts, ``blocking``.
+"""
+
+from __future__ import annotations
+
+import msgspec
+import pytest
+
+from a2a import types as t
+from a2a.protocol import v03
+from a2a.protocol.codec import decode_as, encode
+
+MESSAGE_03 = {
+    "kind": "message",
+    "messageId": "m1",
+    "role": "user",
+    "parts": [
+        {"kind": "text", "text": "hello"},
+        {"kind": "file", "file": {"uri": "https://example.com/a.png", "mimeType": "image/png", "name": "a.png"}},
+        {"kind": "file", "file": {"bytes": "aGk=", "mimeType": "text/plain"}},
+        {"kind": "data", "data": {"k": 1}},
+    ],
+    "contextId": "c1",
+    "taskId": "t1",
+}
+
+TASK_03 = {
+    "kind": "task",
+    "id": "t1",
+    "contextId": "c1",
+    "status": {
+        "state": "input-required",
+        "message": {**MESSAGE_03, "role": "agent"},
+        "timestamp": "2025-01-01T00:00:00Z",
+    },
+    "artifacts": [{"artifactId": "a1", "parts": [{"kind": "text", "text": "out"}], "name": "result"}],
+    "history": [MESSAGE_03],
+}
+
+
+def test_message_round_trip_and_decodes_as_1_0() -> None:
+    one = v03.message_from_v03(MESSAGE_03)
+    message = decode_as(encode(one), t.Message)
+    assert message.role is t.Role.USER
+    assert message.parts[1].url == "https://example.com/a.png"
+    assert message.parts[1].media_type == "image/png" and message.parts[1].filename == "a.png"
+    assert message.parts[2].raw == b"hi"
+    assert message.parts[3].data == {"k": 1}
+    back = v03.message_to_v03(msgspec.to_builtins(message))
+    assert back == MESSAGE_03
+
+
+def test_task_round_trip_states_and_kinds() -> None:
+    event = v03.event_from_v03(TASK_03)
+    task = decode_as(encode(event), t.StreamResponse).task
+    assert isinstance(task, t.Task)
+    assert task.status.state is t.TaskState.INPUT_REQUIRED
+    assert v03.event_to_v03(msgspec.to_builtins(t.StreamResponse(task=task))) == TASK_03
+
+
+@pytest.mark.parametrize(
+    "state", ["submitted", "working", "completed", "failed", "canceled", "rejected", "auth-required"]
+)
+def test_every_state_round_trips(state: str) -> None:
+    update = {"kind": "status-update", "taskId": "t", "contextId": "c", "status": {"state": state}}
+    one = v03.event_from_v03({**update, "final": False})
+    assert one["statusUpdate"]["status"]["state"].startswith("TASK_STATE_")
+    back = v03.event_to_v03(one)
+    assert back["status"] == {"state": state}
+    # ``final``: the stream's last event, after which it ends: terminal and interrupted states.
+    assert back["final"] is (state not in ("submitted", "working"))
+
+
+def test_artifact_update_round_trip() -> None:
+    update = {
+        "kind": "artifact-update",
+        "taskId": "t",
+        "contextId": "c",
+        "artifact": {"artifactId": "a", "parts": [{"kind": "text", "text": "x"}]},
+        "append": True,
+        "lastChunk": True,
+    }
+    one = v03.event_from_v03(update)
+    decoded = decode_as(encode(one), t.StreamResponse)
+    assert isinstance(decoded.artifact_update, t.TaskArtifactUpdateEvent)
+    assert v03.event_to_v03(msgspec.to_builtins(decoded)) == update
+
+
+def test_unknown_kind_and_bad_fields_name_the_field() -> None:
+    with pytest.raises(v03.V03Error, match=r"event.kind 'progress'"):
+        v03.event_from_v03({"kind": "progress"})
+    with pytest.raises(v03.V03Error, match=r"message.role"):
+        v03.message_from_v03({**MESSAGE_03, "role": "robot"})
+    with pytest.raises(v03.V03Error, match=r"status.state 'done'"):
+        v03.event_from_v03({**TASK_03, "status": {"state": "done"}})
+    with pytest.raises(v03.V03Error, match=r"parts\[0\].kind"):
+        v03.message_from_v03({**MESSAGE_03, "parts": [{"kind": "video"}]})
+
+
+def test_send_params_blocking_and_push() -> None:
+    params = {
+        "message": MESSAGE_03,
+        "configuration": {
+            "acceptedOutputModes": ["text/plain"],
+            "historyLength": 2,
+            "blocking": False,
+            "pushNotificationConfig": {
+                "id": "p",
+                "url": "https://example.com/hook",
+                "token": "tok",
+                "authentication": {"schemes": ["Bearer"], "credentials": "x"},
+            },
+        },
+        "metadata": {"a": 1},
+    }
+    one = v03.params_from_v03("SendMessage", params)
+    request = decode_as(encode(one), t.SendMessageRequest)
+    assert request.configuration is not None and request.configuration.return_immediately is True
+    push = request.configuration.task_push_notification_config
+    assert push is not None and push.authentication is not None and push.authentication.scheme == "Bearer"
+    assert v03.params_to_v03("SendMessage", msgspec.to_builtins(request)) == params
+    # 0.3 servers block unless told not to: no ``blocking`` is a blocking send.
+    assert "returnImmediately" not in v03.params_from_v03("SendMessage", {"message": MESSAGE_03}).get(
+        "configuration", {}
+    )
+
+
+def test_push_config_methods() -> None:
+    set_params = {"taskId": "t", "pushNotificationConfig": {"id": "p", "url": "https://h/x"}}
+    one = v03.params_from_v03("CreateTaskPushNotificationConfig", set_params)
+    assert one == {"taskId": "t", "id": "p", "url": "https://h/x"}
+    assert v03.result_to_v03("CreateTaskPushNotificationConfig", one) == set_params
+    assert v03.params_from_v03("GetTaskPushNotificationConfig", {"id": "t", "pushNotificationConfigId": "p"}) == {
+        "taskId": "t",
+        "id": "p",
+    }
+    listed = v03.result_to_v03("ListTaskPushNotificationConfigs", {"configs": [one], "nextPageToken": ""})
+    assert listed == [set_params]
+    assert v03.result_from_v03("ListTaskPushNotificationConfigs", listed)["configs"] == [one]
+
+
+def test_card_serves_both_versions() -> None:
+    card = {
+        "name": "n",
+        "description": "d",
+        "version": "1",
+        "supportedInterfaces": [
+            {"url": "http://h/a2a/jsonrpc", "protocolBinding": "JSONRPC", "protocolVersion": "1.0"},
+            {"url": "http://h/a2a/rest", "protocolBinding": "HTTP+JSON", "protocolVersion": "1.0"},
+        ],
+        "capabilities": {"streaming": True, "extendedAgentCard": True},
+        "defaultInputModes": ["text/plain"],
+        "defaultOutputModes": ["text/plain"],
+        "skills": [],
+        "securitySchemes": {"bearer": {"httpAuthSecurityScheme": {"scheme": "Bearer"}}},
+        "securityRequirements": [{"schemes": {"bearer": {"list": []}}}],
+    }
+    both = v03.card_to_v03(card)
+    assert both["url"] == "http://h/a2a/jsonrpc" and both["preferredTransport"] == "JSONRPC"
+    assert both["protocolVersion"] == "0.3.0"
+    assert both["additionalInterfaces"] == [{"url": "http://h/a2a/jsonrpc", "transport": "JSONRPC"}]
+    assert both["securitySchemes"]["bearer"]["type"] == "http" and both["security"] == [{"bearer": []}]
+    assert both["supportsAuthenticatedExtendedCard"] is True
+    # The 1.0 reader still reads it (the 0.3 fields are unknown to it, so ignored).
+    assert decode_as(encode(both), t.AgentCard).supported_interfaces[0].protocol_version == "1.0"
+    # A 0.3-only card becomes a 1.0 card whose interfaces say 0.3.
+    only = {k: v for k, v in both.items() if k not in ("supportedInterfaces", "securityRequirements")}
+    only["securitySchemes"] = {"bearer": {"type": "http", "scheme": "Bearer"}}
+    one = v03.card_from_v03(only)
+    read = decode_as(encode(one), t.AgentCard)
+    assert [(i.url, i.protocol_binding, i.protocol_version) for i in read.supported_interfaces] == [
+        ("http://h/a2a/jsonrpc", "JSONRPC", "0.3")
+    ]
+    assert read.security_schemes is not None
+    assert read.security_schemes["bearer"].http_auth_security_scheme == t.HTTPAuthSecurityScheme(scheme="Bearer")
+    assert read.capabilities.extended_agent_card is True
+    with pytest.raises(v03.V03Error, match=r"card\.url"):
+        v03.card_from_v03({"name": "x"})
