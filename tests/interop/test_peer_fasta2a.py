@@ -1,8 +1,10 @@
 """fasta2a 2.1.1 (pydantic-ai's A2A library) both ways: its client against OUR server, our side
 against an agent on its server.
 
-fasta2a's client speaks the 0.3 JSON-RPC method names without an ``A2A-Version`` header (so the
-server must serve 0.3 there) and requires skills' ``inputModes``/``outputModes`` on the card.
+fasta2a's client speaks the 0.3 JSON-RPC method names without an ``A2A-Version`` header (0.3 by
+the spec) but reads the results in the 1.0 shape, and requires skills' ``inputModes`` and
+``outputModes`` on the card: a server must recognise it to answer it (its messages carry no
+``kind``, as a 0.3 client's always do).
 fasta2a's server never blocks on ``SendMessage`` (it returns the task SUBMITTED) and does not
 implement ``ListTasks``.
 """
@@ -35,18 +37,16 @@ DEADLINE = 30.0
 def test_fasta2a_client_sends_and_gets(fasta2a_python: Path, our_modes_server_url: str) -> None:
     lines = fasta2a_env.run_client(our_modes_server_url, "send")
     (sent,) = [line["data"] for line in lines if line["step"] == "sent"]
-    result = sent["result"]
-    texts = [p.get("text") for p in result.get("parts", [])] or [
-        p.get("text") for a in result.get("artifacts", []) for p in a["parts"]
-    ]
-    assert texts == ["hello fasta2a"], sent
+    message = sent["result"]["message"]  # the echo agent answers with a Message
+    assert message["role"] == "agent"
+    assert [p.get("text") for p in message["parts"]] == ["hello fasta2a"], sent
 
 
 def test_fasta2a_client_streams(fasta2a_python: Path, our_modes_server_url: str) -> None:
     lines = fasta2a_env.run_client(our_modes_server_url, "stream")
     events = [line["data"] for line in lines if line["step"] == "event"]
-    assert events and all("result" in e for e in events), events
-    assert "hello stream" in json.dumps(events)
+    assert [next(iter(e["result"])) for e in events] == ["message"], events
+    assert [p.get("text") for p in events[0]["result"]["message"]["parts"]] == ["hello stream"]
 
 
 # ---- our client, CLI and supervisor -> fasta2a's server --------------------------------------

@@ -37,9 +37,13 @@ async def run(url: str, scenario: str) -> None:
             emit("sent", sent)
             if "error" in sent:
                 raise SystemExit(f"message/send answered an error: {sent['error']}")
+            # fasta2a reads the result in the 1.0 shape ({"message": ...} or {"task": ...}),
+            # whatever the method name it sent: anything else parses as an empty result.
             result = sent.get("result") or {}
-            if "id" in result and "status" in result:  # a task: read it back
-                emit("got", await client.get_task(result["id"]))
+            if "task" in result:
+                emit("got", await client.get_task(result["task"]["id"]))
+            elif "message" not in result:
+                raise SystemExit(f"message/send answered neither a message nor a task fasta2a reads: {sent}")
         elif scenario == "stream":
             events = 0
             async for event in client.stream_message(message("hello stream")):
@@ -47,6 +51,8 @@ async def run(url: str, scenario: str) -> None:
                 events += 1
                 if "error" in event:
                     raise SystemExit(f"message/stream answered an error: {event['error']}")
+                if not event.get("result"):
+                    raise SystemExit(f"message/stream sent an event fasta2a reads as empty: {event}")
             if not events:
                 raise SystemExit("message/stream answered no event")
         else:
