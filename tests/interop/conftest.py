@@ -68,8 +68,37 @@ def our_auth_server() -> Iterator[AuthServer]:
 # Each peer's environment is built on first use under .cache/peers (cached by its pins) and
 # each server is started once per session, like the reference SDK's above.
 
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
 from peers import adk_env, fasta2a_env, js_env, langgraph_env, ours  # noqa: E402
 from peers import common as peer_common  # noqa: E402
+
+#: The environment each peer test file needs, by the file's name.
+_PEER_BUILDS = {
+    "test_peer_js_": js_env.project,
+    "test_peer_adk": adk_env.python,
+    "test_peer_fasta2a": fasta2a_env.python,
+}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building the collected peers' environments at once, side by side.
+
+    A cold build is mostly waiting on the package registry (ADK's venv about a minute), so
+    building them in parallel while the first tests run saves most of it; a warm check is a
+    marker read. The fixtures call the same builders, which lock: a fixture whose environment
+    is still being built waits for it, and a build that failed here is retried (and its error
+    raised) there.
+    """
+    if session.config.option.collectonly:
+        return
+    items = session.items  # after deselection (-k, -m): only what will run
+    wanted = {build for item in items for prefix, build in _PEER_BUILDS.items() if item.path.name.startswith(prefix)}
+    if wanted:
+        pool = ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="peer-env")
+        for build in wanted:
+            pool.submit(build)
+        pool.shutdown(wait=False)
 
 
 @pytest.fixture(scope="session")
