@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from our_env import run_cli
+from our_env import AuthServer, run_cli
 from peers import adk_env
 
 from a2a import A2AClient, RetryPolicy
@@ -58,6 +58,14 @@ def test_adk_remote_agent_input_required_round_trip(adk_python: Path, our_greete
     calls = [call["name"] for line in lines if line["turn"] == 1 for call in line["calls"]]
     assert calls == ["mock_function_call_for_required_user_input"]  # ADK's form of INPUT_REQUIRED
     assert "Hello, Ada!" in texts_of(lines, 2)
+
+
+def test_adk_remote_agent_bearer_token(adk_python: Path, our_auth_server: AuthServer) -> None:
+    lines = adk_env.run_remote_agent(our_auth_server.url, "send", token=our_auth_server.token)
+    assert texts_of(lines, 1)[-1] == "hello adk"
+    refused = adk_env.run_remote_agent(our_auth_server.url, "send", token="wrong-token", check=False)
+    assert refused[-1]["exit"] != 0 and not texts_of(refused[:-1], 1), refused
+    assert "401" in refused[-1]["stderr"], refused
 
 
 # ---- our client, CLI and supervisor -> ADK's to_a2a() ----------------------------------------

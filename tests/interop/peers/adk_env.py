@@ -30,14 +30,27 @@ def start_server() -> tuple[subprocess.Popen[str], str]:
 
 
 def run_remote_agent(
-    url: str, scenario: str, *, streaming: bool = True, timeout: float = 120.0
+    url: str,
+    scenario: str,
+    *,
+    streaming: bool = True,
+    token: str | None = None,
+    timeout: float = 120.0,
+    check: bool = True,
 ) -> list[dict[str, Any]]:
-    """Run ADK's RemoteA2aAgent scenario against ``url``; return its JSON lines (raises on failure)."""
+    """Run ADK's RemoteA2aAgent scenario against ``url``; return its JSON lines.
+
+    With ``check``, raise unless it succeeded; without, the last line is ``{"exit", "stderr"}``.
+    """
     cmd = [str(python()), str(HERE / "remote_client.py"), "--url", url, "--scenario", scenario]
     if not streaming:
         cmd.append("--no-streaming")
+    if token:
+        cmd += ["--token", token]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=common.peer_environ())
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+    if not check:
+        return [*lines, {"exit": proc.returncode, "stderr": proc.stderr[-2000:]}]
     if proc.returncode != 0:
         raise AssertionError(f"ADK RemoteA2aAgent {scenario} failed: {proc.stdout}\n{proc.stderr[-3000:]}")
     return lines

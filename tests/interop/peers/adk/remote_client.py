@@ -1,6 +1,7 @@
 """Google ADK's ``RemoteA2aAgent`` against an A2A server, one scenario per run.
 
     python remote_client.py --url BASE --scenario send|multi_turn|stream|input_required [--no-streaming]
+        [--token T]
 
 Runs in the ADK venv. The RemoteA2aAgent is the root agent of an ADK ``Runner`` (no model is
 involved: it only relays to the remote agent), resolving the server's card from ``BASE``
@@ -47,8 +48,10 @@ def emit(turn: int, event: Any) -> dict[str, Any]:
     return line
 
 
-async def run(url: str, scenario: str, streaming: bool) -> None:
-    async with httpx.AsyncClient(timeout=30) as http:
+async def run(url: str, scenario: str, streaming: bool, token: str | None) -> None:
+    # A bearer token goes on every request (the card's too), the way an ADK user passes one.
+    headers = {"Authorization": f"Bearer {token}"} if token else {}
+    async with httpx.AsyncClient(timeout=30, headers=headers) as http:
         # ADK's default client config decides streaming from the card; make the choice explicit.
         factory = ClientFactory(config=_compat.make_client_config(httpx_client=http, streaming=streaming))
         remote = RemoteA2aAgent(name="remote", agent_card=url, a2a_client_factory=factory, httpx_client=http)
@@ -87,8 +90,9 @@ def main() -> None:
     parser.add_argument("--url", required=True)
     parser.add_argument("--scenario", required=True)
     parser.add_argument("--no-streaming", action="store_true")
+    parser.add_argument("--token")
     args = parser.parse_args()
-    asyncio.run(run(args.url, args.scenario, not args.no_streaming))
+    asyncio.run(run(args.url, args.scenario, not args.no_streaming, args.token))
 
 
 if __name__ == "__main__":
