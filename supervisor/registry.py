@@ -29,8 +29,8 @@ import httpx
 import msgspec
 
 from a2a import A2AClient, Agent, ApiKey, BearerToken, RetryBudget, RetryPolicy
-from a2a.client.card import card_url
-from a2a.errors import A2AError, HTTPStatusError, TransportError
+from a2a.client.card import card_url, decode_card
+from a2a.errors import A2AError, CardResolutionError, HTTPStatusError, InvalidResponseError, TransportError
 from a2a.loader import AgentLoadError, load_agent
 from a2a.local import local_client
 from a2a.transport.base import DEFAULT_MAX_RESPONSE_BYTES
@@ -326,9 +326,10 @@ class Registry:
         if response.status_code != 200:
             raise DiscoveryError(f"the card at {address} answered HTTP {response.status_code}")
         try:
-            entry.card = msgspec.json.decode(body, type=AgentCard)
-        except (msgspec.DecodeError, msgspec.ValidationError) as exc:
-            raise DiscoveryError(f"{address} is not a valid A2A 1.0 agent card: {exc}") from exc
+            # The client's one card decoder: 1.0 cards, and 0.3 cards read as 1.0 ones.
+            entry.card = decode_card(address, body)
+        except (InvalidResponseError, CardResolutionError) as exc:
+            raise DiscoveryError(str(exc)) from exc
         entry.etag = response.headers.get("ETag")
         return True
 

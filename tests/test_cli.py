@@ -198,7 +198,7 @@ def test_card(echo: Server) -> None:
     result = run("card", echo.url)
     assert result.code == 0, result
     assert result.out.startswith("Echo 1.0.0\n")
-    assert f"JSONRPC    {echo.url}/a2a/jsonrpc" in result.out
+    assert f"JSONRPC    A2A 1.0  {echo.url}/a2a/jsonrpc" in result.out
     assert "skill echo:" in result.out
 
 

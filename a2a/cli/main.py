@@ -125,8 +125,7 @@ def _serve_arguments(serve: argparse.ArgumentParser) -> None:
         "--bindings",
         default="jsonrpc,rest,ws",
         metavar="LIST",
-        help="the bindings served and declared in the card, comma-separated: jsonrpc, rest, ws "
-        "(default: all three)",
+        help="the bindings served and declared in the card, comma-separated: jsonrpc, rest, ws (default: all three)",
     )
     serve.add_argument(
         "--no-v03",

@@ -76,7 +76,9 @@ def show(obj: Any, out: TextIO = sys.stdout) -> None:
 def _card(card: AgentCard, out: TextIO) -> None:
     out.write(f"{card.name} {card.version}\n{card.description}\n")
     for interface in card.supported_interfaces:
-        out.write(f"  {interface.protocol_binding:<10} {interface.url}\n")
+        # The version too: one agent may serve 1.0 and 0.3, and our client speaks both.
+        version = f"A2A {interface.protocol_version or '1.0'}"
+        out.write(f"  {interface.protocol_binding:<10} {version:<8} {interface.url}\n")
     caps = card.capabilities
     out.write(f"  streaming: {bool(caps.streaming)}  push: {bool(caps.push_notifications)}\n")
     if card.security_schemes:

@@ -15,7 +15,7 @@ from ..transport.base import DEFAULT_MAX_RESPONSE_BYTES
 from ..transport.http import exchange, http_error
 from ..types import AgentCard, AgentInterface
 
-__all__ = ["card_url", "choose_interface", "fetch_card", "is_v03"]
+__all__ = ["card_url", "choose_interface", "decode_card", "fetch_card", "is_v03"]
 
 
 def card_url(url: str) -> str:
@@ -35,6 +35,13 @@ async def fetch_card(
     response, body = await exchange(client, request, timeout=timeout, max_bytes=max_bytes)
     if response.status_code != 200:
         raise http_error(response, body)
+    return decode_card(address, body)
+
+
+def decode_card(address: str, body: bytes) -> AgentCard:
+    """The card in ``body`` (fetched from ``address``): a 1.0 card, or a 0.3 one read as the 1.0
+    card whose interfaces say 0.3; an older one, or one that is neither, is refused saying why.
+    Every reader of cards (the client, the supervisor's registry) decodes them here."""
     try:
         card: AgentCard = decoder_for(AgentCard).decode(body)
         return card

@@ -12,6 +12,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import httpx
+import msgspec
 
 from .. import types as t
 from ..errors import CardResolutionError, TransportError, UnsupportedOperationError
@@ -20,7 +21,13 @@ from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 from ..telemetry import tracing
-from ..transport.base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
+from ..transport.base import (
+    DEFAULT_IDLE_TIMEOUT,
+    DEFAULT_MAX_RESPONSE_BYTES,
+    ClientTransport,
+    StreamItem,
+    UnreadableEventError,
+)
 from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
@@ -32,6 +39,11 @@ from .retry import RetryPolicy
 __all__ = ["A2AClient", "user_message"]
 
 log = logging.getLogger("a2a.client")
+
+#: Seconds between the first two polls of a task when a stream cannot be used (then doubling).
+POLL_INTERVAL = 0.25
+#: The longest wait between two polls.
+MAX_POLL_INTERVAL = 2.0
 
 
 def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
@@ -428,8 +440,49 @@ class A2AClient:
             None,
             skill,
         )
-        async for item in self._stream("SendStreamingMessage", request, timeout):
-            yield item.event
+        delivered = False
+        try:
+            async for item in self._stream("SendStreamingMessage", request, timeout):
+                delivered = True
+                yield item.event
+        except (UnsupportedOperationError, UnreadableEventError) as exc:
+            # An agent whose card says it does not stream is told so (the caller asked for a
+            # stream it cannot have); one whose card says it does gets the fallback. A stream
+            # whose framing is broken (not SSE, events over the limit) is an error, not this.
+            declared = self.card is not None and self.card.capabilities.streaming is True
+            if delivered or (isinstance(exc, UnsupportedOperationError) and not declared):
+                raise
+            # A stream the agent cannot give, or that we cannot read (a peer's broken SSE): the
+            # delegation still works, by a send that returns at once and polling the task. The
+            # same messageId, so an agent that took the stream's message does not run it twice.
+            log.warning("the stream could not be used (%s); sending and polling the task instead", exc)
+            async for event in self._send_and_poll(request, timeout):
+                yield event
+
+    async def _send_and_poll(
+        self, request: t.SendMessageRequest, timeout: float | None
+    ) -> AsyncIterator[t.StreamResponse]:
+        """What a stream would say, by ``SendMessage`` and ``GetTask``: the reply or the task,
+        then the task each time its state changes, until it ends or is interrupted."""
+        config = request.configuration or t.SendMessageConfiguration()
+        request = msgspec.structs.replace(
+            request, configuration=msgspec.structs.replace(config, return_immediately=True)
+        )
+        response: t.SendMessageResponse = await self._call("SendMessage", request, timeout)
+        if not isinstance(response.message, t.UnsetType):
+            yield t.StreamResponse(message=response.message)
+            return
+        task = response.task
+        assert isinstance(task, t.Task)
+        yield t.StreamResponse(task=task)
+        interval = POLL_INTERVAL
+        while not (task.status.state.is_terminal or task.status.state.is_interrupted):
+            await asyncio.sleep(interval)
+            interval = min(interval * 2, MAX_POLL_INTERVAL)  # quick for short tasks, gentle for long ones
+            current = await self.get_task(task.id)
+            if current.status.state is not task.status.state:
+                yield t.StreamResponse(task=current)
+            task = current
 
     def _send_request(
         self,

@@ -443,7 +443,7 @@ def _scheme_from_v03(scheme: Json) -> Json:
     return {field: inner}
 
 
-def card_to_v03(card: Json, *, v03_bindings: frozenset[str] = frozenset({"JSONRPC"})) -> Json:
+def card_to_v03(card: Json, *, v03_bindings: frozenset[str] = frozenset({"JSONRPC", "HTTP+JSON"})) -> Json:
     """``card`` (1.0) with the 0.3 fields beside the 1.0 ones, so that one card serves both.
 
     Only the interfaces that are served in 0.3 (``v03_bindings``) are named by the 0.3 fields:
@@ -539,3 +539,191 @@ def card_from_v03(card: Any) -> Json:
             {"schemes": {n: {"list": list(s or [])} for n, s in r.items()}} for r in security if isinstance(r, dict)
         ]
     return out
+
+
+# ---- 0.3 over HTTP+JSON: ProtoJSON of 0.3's a2a.proto ----------------------------------------
+#
+# The 0.3 REST binding carries 0.3's *proto* messages, not its JSON-RPC objects: no ``kind``;
+# enum names as in 1.0 except ``TASK_STATE_CANCELLED``; a message's parts are ``content``, a
+# status's message is ``update``, a send request's message is ``request``, a stream response's
+# message is ``msg``; file parts nest ``fileWithUri``/``fileWithBytes``; data parts nest
+# ``data.data``; a push config is named by its resource path.
+
+_PROTO_STATE_TO_V03 = {"TASK_STATE_CANCELED": "TASK_STATE_CANCELLED"}
+_PROTO_STATE_FROM_V03 = {v: k for k, v in _PROTO_STATE_TO_V03.items()}
+
+
+def _proto_part_to_v03(part: Json) -> Json:
+    out: Json
+    if "text" in part:
+        out = {"text": part["text"]}
+    elif "raw" in part or "url" in part:
+        file: Json = {"fileWithBytes": part["raw"]} if "raw" in part else {"fileWithUri": part["url"]}
+        if part.get("mediaType") is not None:
+            file["mimeType"] = part["mediaType"]
+        if part.get("filename") is not None:
+            file["name"] = part["filename"]
+        out = {"file": file}
+    elif "data" in part:
+        data = part["data"]
+        out = {"data": {"data": data if isinstance(data, dict) else {"value": data}}}
+    else:
+        raise V03Error("part has none of text, raw, url, data")
+    return _copy(part, out, "metadata")
+
+
+def _proto_part_from_v03(part: Any, where: str) -> Json:
+    part = _obj(part, where)
+    out: Json
+    if "text" in part:
+        out = {"text": part["text"]}
+    elif "file" in part:
+        file = _obj(part["file"], f"{where}.file")
+        if "fileWithBytes" in file:
+            out = {"raw": file["fileWithBytes"]}
+        elif "fileWithUri" in file:
+            out = {"url": file["fileWithUri"]}
+        else:
+            raise V03Error(f"{where}.file must have fileWithUri or fileWithBytes")
+        if file.get("mimeType"):
+            out["mediaType"] = file["mimeType"]
+        if file.get("name"):
+            out["filename"] = file["name"]
+    elif "data" in part:
+        out = {"data": _obj(part["data"], f"{where}.data").get("data")}
+    else:
+        raise V03Error(f"{where} has none of text, file, data")
+    return _copy(part, out, "metadata")
+
+
+def _proto_message_to_v03(message: Json) -> Json:
+    out: Json = _copy(message, {}, "messageId", "contextId", "taskId", "role", "metadata", "extensions")
+    out["content"] = [_proto_part_to_v03(p) for p in message.get("parts", [])]
+    return out
+
+
+def _proto_message_from_v03(message: Any, where: str) -> Json:
+    message = _obj(message, where)
+    out: Json = _copy(message, {}, "messageId", "contextId", "taskId", "role", "metadata", "extensions")
+    parts = _list(message.get("content", []), f"{where}.content")
+    out["parts"] = [_proto_part_from_v03(p, f"{where}.content[{i}]") for i, p in enumerate(parts)]
+    return out
+
+
+def _proto_status_to_v03(status: Json) -> Json:
+    state = status.get("state", "TASK_STATE_UNSPECIFIED")
+    out: Json = {"state": _PROTO_STATE_TO_V03.get(state, state)}
+    if status.get("message") is not None:
+        out["update"] = _proto_message_to_v03(status["message"])
+    return _copy(status, out, "timestamp")
+
+
+def _proto_artifact_to_v03(artifact: Json) -> Json:
+    out: Json = _copy(artifact, {}, "artifactId", "name", "description", "metadata", "extensions")
+    out["parts"] = [_proto_part_to_v03(p) for p in artifact.get("parts", [])]
+    return out
+
+
+def _proto_task_to_v03(task: Json) -> Json:
+    out: Json = _copy(task, {}, "id", "contextId", "metadata")
+    out["status"] = _proto_status_to_v03(task.get("status", {}))
+    if task.get("artifacts") is not None:
+        out["artifacts"] = [_proto_artifact_to_v03(a) for a in task["artifacts"]]
+    if task.get("history") is not None:
+        out["history"] = [_proto_message_to_v03(m) for m in task["history"]]
+    return out
+
+
+def proto_event_to_v03(event: Json) -> Json:
+    """A 1.0 ``StreamResponse`` / ``SendMessageResponse`` as 0.3's (ProtoJSON)."""
+    if "task" in event:
+        return {"task": _proto_task_to_v03(event["task"])}
+    if "message" in event:
+        return {"msg": _proto_message_to_v03(event["message"])}
+    if "statusUpdate" in event:
+        update = event["statusUpdate"]
+        status = _proto_status_to_v03(update.get("status", {}))
+        out: Json = _copy(update, {}, "taskId", "contextId", "metadata")
+        out["status"] = status
+        out["final"] = _STATE_TO_V03.get(update.get("status", {}).get("state", ""), "") in _FINAL_STATES
+        return {"statusUpdate": out}
+    if "artifactUpdate" in event:
+        update = event["artifactUpdate"]
+        out = _copy(update, {}, "taskId", "contextId", "append", "lastChunk", "metadata")
+        out["artifact"] = _proto_artifact_to_v03(update.get("artifact", {}))
+        return {"artifactUpdate": out}
+    raise V03Error("event has none of task, message, statusUpdate, artifactUpdate")
+
+
+def _proto_push_to_v03(config: Json) -> Json:
+    inner = _push_to_v03(config)["pushNotificationConfig"]
+    name = f"tasks/{config.get('taskId', '')}/pushNotificationConfigs/{config.get('id', '')}"
+    return {"name": name, "pushNotificationConfig": inner}
+
+
+def proto_params_from_v03(method: str, body: Json, path: Mapping[str, str]) -> Json:
+    """The 1.0 request of a 0.3 REST call: its body (ProtoJSON) and its path's fields."""
+    if method in ("SendMessage", "SendStreamingMessage"):
+        message = body.get("request", body.get("message"))
+        out: Json = {"message": _proto_message_from_v03(message, "request")}
+        # ProtoJSON leaves a false ``blocking`` out, so in 0.3's REST binding a send without it
+        # does not block (a2a-sdk 0.3 reads it so): only ``blocking: true`` waits.
+        config = _obj(body.get("configuration") or {}, "configuration")
+        conf: Json = _copy(config, {}, "acceptedOutputModes", "historyLength")
+        if method == "SendMessage" and config.get("blocking") is not True:
+            conf["returnImmediately"] = True
+        if config.get("pushNotification") is not None:
+            push = config["pushNotification"]
+            conf["taskPushNotificationConfig"] = _push_from_v03(push, None, "configuration.pushNotification")
+        out["configuration"] = conf
+        return _copy(body, out, "metadata")
+    if method == "CreateTaskPushNotificationConfig":
+        config = _obj(body.get("config", body), "config")
+        return _push_from_v03(config.get("pushNotificationConfig"), path["id"], "config.pushNotificationConfig")
+    if method in ("GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"):
+        return {"taskId": path["id"], "id": path["config_id"]}
+    if method == "ListTaskPushNotificationConfigs":
+        return {"taskId": path["id"]}
+    if method == "GetExtendedAgentCard":
+        return {}
+    return {"id": path["id"]}
+
+
+def proto_result_to_v03(method: str, result: Any) -> Any:
+    """The 0.3 REST (ProtoJSON) result of a 1.0 operation's result."""
+    if result is None:
+        return {}
+    if method in ("SendMessage", "SendStreamingMessage", "SubscribeToTask"):
+        return proto_event_to_v03(result)
+    if method in ("GetTask", "CancelTask"):
+        return _proto_task_to_v03(result)
+    if method in ("CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig"):
+        return _proto_push_to_v03(result)
+    if method == "ListTaskPushNotificationConfigs":
+        return {"configs": [_proto_push_to_v03(c) for c in result.get("configs", [])], "nextPageToken": ""}
+    if method == "GetExtendedAgentCard":
+        return card_to_v03(result)
+    return result
+
+
+#: 0.3 REST routes (relative to the interface URL): (HTTP methods, path pattern, operation).
+PROTO_ROUTES: tuple[tuple[frozenset[str], str, str], ...] = (
+    (frozenset({"POST"}), r"v1/message:send", "SendMessage"),
+    (frozenset({"POST"}), r"v1/message:stream", "SendStreamingMessage"),
+    (frozenset({"GET"}), r"v1/tasks/(?P<id>[^/:]+)", "GetTask"),
+    (frozenset({"POST"}), r"v1/tasks/(?P<id>[^/:]+):cancel", "CancelTask"),
+    (frozenset({"GET", "POST"}), r"v1/tasks/(?P<id>[^/:]+):subscribe", "SubscribeToTask"),
+    (frozenset({"POST"}), r"v1/tasks/(?P<id>[^/:]+)/pushNotificationConfigs", "CreateTaskPushNotificationConfig"),
+    (frozenset({"GET"}), r"v1/tasks/(?P<id>[^/:]+)/pushNotificationConfigs", "ListTaskPushNotificationConfigs"),
+    (
+        frozenset({"GET"}),
+        r"v1/tasks/(?P<id>[^/:]+)/pushNotificationConfigs/(?P<config_id>[^/:]+)",
+        "GetTaskPushNotificationConfig",
+    ),
+    (
+        frozenset({"DELETE"}),
+        r"v1/tasks/(?P<id>[^/:]+)/pushNotificationConfigs/(?P<config_id>[^/:]+)",
+        "DeleteTaskPushNotificationConfig",
+    ),
+    (frozenset({"GET"}), r"v1/card", "GetExtendedAgentCard"),
+)

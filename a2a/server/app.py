@@ -307,7 +307,13 @@ class A2AServer:
             serve_v03=self.config.serve_v03,
         )
         rest = RestBinding(
-            self.handler, self.authenticator, limit, mount + REST_PATH, max_json_depth=depth, heartbeat=heartbeat
+            self.handler,
+            self.authenticator,
+            limit,
+            mount + REST_PATH,
+            max_json_depth=depth,
+            heartbeat=heartbeat,
+            serve_v03=self.config.serve_v03,
         )
         get = frozenset({"GET", "HEAD"})
         card = functools.partial(self._request_card, mount=mount)

@@ -3,21 +3,36 @@
 from __future__ import annotations
 
 import logging
+import re
 from typing import Any
 
+import msgspec
 from aiohttp import web
 
-from ..errors import AuthenticationRequiredError, InternalError, InvalidRequestError, ProtocolError
-from ..protocol import rest
+from ..errors import (
+    AuthenticationRequiredError,
+    InternalError,
+    InvalidParamsError,
+    InvalidRequestError,
+    MethodNotFoundError,
+    ProtocolError,
+)
+from ..protocol import rest, v03
+from ..protocol.codec import decode_as, encode
+from ..protocol.methods import METHODS
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
+from ..protocol.version import is_legacy
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, requested_version, write_sse
 
 __all__ = ["RestBinding", "rest_error_body"]
 
 log = logging.getLogger("a2a.server")
+
+#: 0.3's REST routes (``v03.PROTO_ROUTES``), compiled once.
+_V03_ROUTES = [(methods, re.compile(pattern + "/?"), name) for methods, pattern, name in v03.PROTO_ROUTES]
 
 
 def rest_error_body(error: ProtocolError) -> tuple[bytes, str]:
@@ -36,8 +51,11 @@ class RestBinding:
         *,
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
         heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
+        serve_v03: bool = True,
     ) -> None:
         self.handler = handler
+        #: Serve 0.3's REST paths (``/v1/...`` under the interface) to requests that ask for 0.3.
+        self.serve_v03 = serve_v03
         self.max_json_depth = max_json_depth
         self.heartbeat = heartbeat
         #: Where the binding is mounted: the path after it names the operation.
@@ -55,6 +73,8 @@ class RestBinding:
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         # The handler raises only protocol errors; anything else here is a request no decoder
         # expected (answered 400) or a fault of ours (500): never an exception out of here.
+        if self.serve_v03 and self._tail(request).startswith("v1/") and is_legacy(requested_version(request)):
+            return await self._handle_v03(request)
         try:
             ctx = gate(request, self.authenticator)
             spec, path_fields = rest.match(self._tail(request), request.method)
@@ -89,5 +109,60 @@ class RestBinding:
 
         def frame(logged: LoggedEvent) -> bytes:
             return logged.body
+
+        return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)
+
+    # ---- A2A 0.3 (ProtoJSON of 0.3's proto), translated at the edge ---------------------------
+
+    def _route_v03(self, request: web.BaseRequest) -> tuple[str, dict[str, str]]:
+        tail = self._tail(request)
+        for methods, pattern, name in _V03_ROUTES:
+            found = pattern.fullmatch(tail)
+            if found is not None and request.method in methods:
+                fields = {k: v for k, v in found.groupdict().items() if v is not None}
+                return name, fields
+        raise MethodNotFoundError(f"No A2A 0.3 operation at {request.method} {tail}")
+
+    async def _handle_v03(self, request: web.BaseRequest) -> web.StreamResponse:
+        try:
+            ctx = gate(request, self.authenticator, legacy=True)
+            name, path = self._route_v03(request)
+            spec = METHODS[name]
+            body = await read_body(request, self.max_body) if request.body_exists else b""
+            check_depth(body, self.max_json_depth)
+            try:
+                plain = msgspec.json.decode(body) if body.strip() else {}
+            except (msgspec.DecodeError, UnicodeDecodeError) as exc:
+                raise InvalidRequestError(f"Request body is not JSON: {exc}") from None
+            if not isinstance(plain, dict):
+                raise InvalidParamsError("Invalid params: the body must be a JSON object")
+            try:
+                one = v03.proto_params_from_v03(name, plain, path)
+            except v03.V03Error as exc:
+                raise InvalidParamsError(f"Invalid 0.3 params: {exc}") from None
+            if name == "GetTask" and request.query.get("historyLength", "").isdigit():
+                one["historyLength"] = int(request.query["historyLength"])
+            params: Any = decode_as(encode(one), spec.request_type)
+            if spec.streaming:
+                return await self._stream_v03(request, name, params, ctx)
+            result = await self.handler.call(name, params, ctx)
+            answer = v03.proto_result_to_v03(name, None if result is None else msgspec.to_builtins(result))
+            return web.Response(body=encode(answer), content_type="application/json")
+        except ProtocolError as exc:
+            return self._error(exc)
+        except (ConnectionError, web.HTTPException):
+            raise
+        except Exception:  # a fault of ours: answered as such
+            log.exception("could not answer a 0.3 REST request")
+            return self._error(InternalError())
+
+    async def _stream_v03(
+        self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
+    ) -> web.StreamResponse:
+        events = self.handler.stream(method, params, ctx)
+        first = await first_event(events)
+
+        def frame(logged: LoggedEvent) -> bytes:
+            return encode(v03.proto_event_to_v03(msgspec.json.decode(logged.body)))
 
         return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)

@@ -6,11 +6,25 @@ import abc
 from collections.abc import AsyncIterator
 from typing import Any
 
+from ..errors import InvalidResponseError
 from ..protocol.lines import DEFAULT_MAX_LINE_BYTES
 from ..protocol.methods import MethodSpec
 from ..types import StreamResponse
 
-__all__ = ["DEFAULT_IDLE_TIMEOUT", "DEFAULT_MAX_RESPONSE_BYTES", "ClientTransport", "StreamItem"]
+__all__ = [
+    "DEFAULT_IDLE_TIMEOUT",
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "ClientTransport",
+    "StreamItem",
+    "UnreadableEventError",
+]
+
+
+class UnreadableEventError(InvalidResponseError):
+    """A well-framed stream event whose content is not an A2A event this client can read (a
+    peer's own dialect): the stream cannot be used, but the agent may still be (send + poll).
+    Framing and limit violations stay plain ``InvalidResponseError``: the peer is broken."""
+
 
 #: The largest answer a client reads (an HTTP body, one SSE event, one WebSocket message or
 #: stdio line): the 16 MiB every a2a-net peer is expected to accept.

@@ -35,7 +35,7 @@ from ..protocol.jsonrpc import RequestIdCounter, decode_response, encode_request
 from ..protocol.methods import MethodSpec, with_tenant
 from ..protocol.sse import SSEDecoder, SSEEvent
 from ..protocol.version import VERSION_HEADER
-from .base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem
+from .base import DEFAULT_IDLE_TIMEOUT, DEFAULT_MAX_RESPONSE_BYTES, ClientTransport, StreamItem, UnreadableEventError
 from .body import ACCEPT_ENCODING, decoded_chunks, read_body
 
 __all__ = [
@@ -203,7 +203,11 @@ class _HttpTransport(ClientTransport):
         async for kind, data, event_id in self._events(response):
             if kind == "error":
                 raise self._stream_error(data)
-            yield StreamItem(_naming(response, self._result, data, t.StreamResponse), event_id)
+            try:
+                event = _naming(response, self._result, data, t.StreamResponse)
+            except InvalidResponseError as exc:
+                raise UnreadableEventError(str(exc)) from exc
+            yield StreamItem(event, event_id)
             delivered = True
         if not delivered:
             # A2A streams start with a task or a message: an empty one is a broken peer.

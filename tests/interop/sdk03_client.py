@@ -22,6 +22,7 @@ from typing import Any
 import httpx
 from a2a.client import A2ACardResolver
 from a2a.client.transports.jsonrpc import JsonRpcTransport
+from a2a.client.transports.rest import RestTransport
 from a2a.types import (
     GetTaskPushNotificationConfigParams,
     Message,
@@ -68,10 +69,21 @@ async def step(name: str, work: Callable[[], Awaitable[Any]]) -> Any:
     return result
 
 
+def transport(http: httpx.AsyncClient, card: Any, name: str) -> Any:
+    """The SDK's transport for the card's interface of that transport (0.3: ``url`` or
+    ``additionalInterfaces``)."""
+    urls = [card.url] if card.preferred_transport == name else []
+    urls += [i.url for i in card.additional_interfaces or [] if i.transport == name]
+    if name == "HTTP+JSON":
+        return RestTransport(http, url=urls[0])
+    return JsonRpcTransport(http, url=urls[0])
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--url", required=True)
     parser.add_argument("--token")
+    parser.add_argument("--transport", default="JSONRPC", choices=["JSONRPC", "HTTP+JSON"])
     parser.add_argument("--ask-url", help="an agent that asks a question (input-required), then completes")
     parser.add_argument("--push-url", default="http://127.0.0.1:9/hook", help="the webhook URL to register")
     args = parser.parse_args()
@@ -80,7 +92,7 @@ async def main() -> None:
         card = await step("card", lambda: A2ACardResolver(http, args.url).get_agent_card())
         if card is None:
             return
-        rpc = JsonRpcTransport(http, agent_card=card)
+        rpc = transport(http, card, args.transport)
 
         await step("send", lambda: rpc.send_message(params("hello")))
 
@@ -113,7 +125,7 @@ async def main() -> None:
 
         if args.ask_url:
             asking = await step("ask-card", lambda: A2ACardResolver(http, args.ask_url).get_agent_card())
-            ask_rpc = JsonRpcTransport(http, agent_card=asking)
+            ask_rpc = transport(http, asking, args.transport)
             asked = await step("ask", lambda: ask_rpc.send_message(params("ask")))
             if asked is not None and getattr(asked, "id", None):
                 answer = params("Ada", task_id=asked.id, context_id=asked.context_id)

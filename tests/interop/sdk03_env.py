@@ -60,10 +60,15 @@ def start_sdk03_server() -> subprocess.Popen[str]:
 
 
 def run_sdk03_client(
-    url: str, token: str | None = None, ask_url: str | None = None, timeout: float = 120.0
+    url: str,
+    token: str | None = None,
+    ask_url: str | None = None,
+    transport: str = "JSONRPC",
+    timeout: float = 120.0,
 ) -> dict[str, dict[str, Any]]:
-    """Run sdk03_client.py against ``url`` (``ask_url``: an agent that asks); its lines by step."""
-    cmd = [str(sdk03_python()), str(HERE / "sdk03_client.py"), "--url", url]
+    """Run sdk03_client.py against ``url`` over ``transport`` (``ask_url``: an agent that
+    asks); its lines by step."""
+    cmd = [str(sdk03_python()), str(HERE / "sdk03_client.py"), "--url", url, "--transport", transport]
     if ask_url:
         cmd += ["--ask-url", ask_url]
     if token:

@@ -29,17 +29,24 @@ def _serve(target: str, *args: str) -> tuple[subprocess.Popen[str], str]:
 
 
 @pytest.fixture(scope="module")
-def run() -> Iterator[tuple[str, dict[str, dict[str, Any]]]]:
-    """Our echo agent (push allowed to loopback) and our greeter; the 0.3 client's lines."""
+def servers() -> Iterator[tuple[str, str]]:
+    """Our echo agent (push allowed to loopback) and our greeter, with a2a serve's defaults."""
     echo, url = _serve(our_env.ECHO_AGENT, "--push-allow", "127.0.0.1")
     try:
         greeter, ask_url = _serve(GREETER)
         try:
-            yield url, sdk03_env.run_sdk03_client(url, ask_url=ask_url)
+            yield url, ask_url
         finally:
             sdk_env.stop(greeter)
     finally:
         sdk_env.stop(echo)
+
+
+@pytest.fixture(scope="module", params=["JSONRPC", "HTTP+JSON"])
+def run(request: pytest.FixtureRequest, servers: tuple[str, str]) -> tuple[str, dict[str, dict[str, Any]]]:
+    """The 0.3 client's lines, over one of the two bindings 0.3 is served on."""
+    url, ask_url = servers
+    return url, sdk03_env.run_sdk03_client(url, ask_url=ask_url, transport=request.param)
 
 
 def data(lines: dict[str, dict[str, Any]], step: str) -> Any:

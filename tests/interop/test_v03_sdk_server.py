@@ -104,3 +104,21 @@ def test_cli_card_send_and_stream(sdk03_url: str) -> None:
     assert streamed.returncode == 0, streamed.stderr
     kinds = [next(iter(json.loads(line))) for line in streamed.stdout.splitlines() if line.strip()]
     assert kinds[0] == "task" and kinds.count("artifactUpdate") == 2 and kinds[-1] == "statusUpdate"
+
+
+async def test_the_supervisor_registry_reads_a_0_3_agent(sdk03_url: str) -> None:
+    """The supervisor finds a 0.3 agent up (not "down" for want of ``supportedInterfaces``) and
+    delegates to it in 0.3."""
+    from supervisor.config import AgentConfig, SupervisorConfig
+    from supervisor.registry import Registry
+
+    registry = Registry(SupervisorConfig(agents=[AgentConfig(name="old", url=sdk03_url)]))
+    try:
+        (entry,) = await registry.discover()
+        assert entry.up, entry.error
+        assert entry.card is not None and entry.card.supported_interfaces[0].protocol_version == "0.3"
+        assert entry.client is not None
+        reply = await entry.client.send("hello")
+        assert isinstance(reply, t.Message) and reply.text == "hello"
+    finally:
+        await registry.close()

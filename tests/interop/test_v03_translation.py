@@ -161,7 +161,10 @@ def test_card_serves_both_versions() -> None:
     both = v03.card_to_v03(card)
     assert both["url"] == "http://h/a2a/jsonrpc" and both["preferredTransport"] == "JSONRPC"
     assert both["protocolVersion"] == "0.3.0"
-    assert both["additionalInterfaces"] == [{"url": "http://h/a2a/jsonrpc", "transport": "JSONRPC"}]
+    assert both["additionalInterfaces"] == [
+        {"url": "http://h/a2a/jsonrpc", "transport": "JSONRPC"},
+        {"url": "http://h/a2a/rest", "transport": "HTTP+JSON"},
+    ]
     assert both["securitySchemes"]["bearer"]["type"] == "http" and both["security"] == [{"bearer": []}]
     assert both["supportsAuthenticatedExtendedCard"] is True
     # The 1.0 reader still reads it (the 0.3 fields are unknown to it, so ignored).
@@ -172,10 +175,50 @@ def test_card_serves_both_versions() -> None:
     one = v03.card_from_v03(only)
     read = decode_as(encode(one), t.AgentCard)
     assert [(i.url, i.protocol_binding, i.protocol_version) for i in read.supported_interfaces] == [
-        ("http://h/a2a/jsonrpc", "JSONRPC", "0.3")
+        ("http://h/a2a/jsonrpc", "JSONRPC", "0.3"),
+        ("http://h/a2a/rest", "HTTP+JSON", "0.3"),
     ]
     assert read.security_schemes is not None
     assert read.security_schemes["bearer"].http_auth_security_scheme == t.HTTPAuthSecurityScheme(scheme="Bearer")
     assert read.capabilities.extended_agent_card is True
     with pytest.raises(v03.V03Error, match=r"card\.url"):
         v03.card_from_v03({"name": "x"})
+
+
+def test_rest_proto_json_of_0_3() -> None:
+    """0.3's REST binding carries ProtoJSON of 0.3's proto: ``content``, ``update``, ``msg``,
+    ``request``, ``TASK_STATE_CANCELLED``, nested file and data parts, no ``kind``."""
+    body = {
+        "request": {
+            "messageId": "m",
+            "role": "ROLE_USER",
+            "content": [
+                {"text": "hi"},
+                {"file": {"fileWithUri": "https://h/f", "mimeType": "text/plain"}},
+                {"data": {"data": {"k": 1}}},
+            ],
+        },
+        "configuration": {"blocking": True},
+    }
+    one = v03.proto_params_from_v03("SendMessage", body, {})
+    request = decode_as(encode(one), t.SendMessageRequest)
+    assert [p.text or p.url or p.data for p in request.message.parts] == ["hi", "https://h/f", {"k": 1}]
+    assert request.configuration is not None and request.configuration.return_immediately is False
+    # ProtoJSON leaves a false ``blocking`` out: a send without it does not block.
+    quick = v03.proto_params_from_v03("SendMessage", {"request": body["request"]}, {})
+    assert quick["configuration"]["returnImmediately"] is True
+    task = {
+        "id": "t",
+        "contextId": "c",
+        "status": {"state": "TASK_STATE_CANCELED", "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": []}},
+    }
+    proto = v03.proto_result_to_v03("GetTask", task)
+    assert proto["status"]["state"] == "TASK_STATE_CANCELLED" and proto["status"]["update"]["content"] == []
+    update = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}}
+    assert v03.proto_event_to_v03(update)["statusUpdate"]["final"] is True
+    assert "msg" in v03.proto_event_to_v03({"message": task["status"]["message"]})
+    config = {"taskId": "t", "id": "p", "url": "https://h/x"}
+    assert v03.proto_result_to_v03("GetTaskPushNotificationConfig", config) == {
+        "name": "tasks/t/pushNotificationConfigs/p",
+        "pushNotificationConfig": {"id": "p", "url": "https://h/x"},
+    }
