@@ -62,3 +62,129 @@ def our_auth_server() -> Iterator[AuthServer]:
         yield AuthServer(url, token)
     finally:
         sdk_env.stop(proc)
+
+
+# --- The peer matrix (tests/interop/peers/, tests/interop/test_peer_*.py) ---------------------
+# Each peer's environment is built on first use under .cache/peers (cached by its pins) and
+# each server is started once per session, like the reference SDK's above.
+
+from concurrent.futures import ThreadPoolExecutor  # noqa: E402
+
+from peers import adk_env, fasta2a_env, js_env, langgraph_env, ours  # noqa: E402
+from peers import common as peer_common  # noqa: E402
+
+#: The environment each peer test file needs, by the file's name.
+_PEER_BUILDS = {
+    "test_peer_js_": js_env.project,
+    "test_peer_adk": adk_env.python,
+    "test_peer_fasta2a": fasta2a_env.python,
+}
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """Start building the collected peers' environments at once, side by side.
+
+    A cold build is mostly waiting on the package registry (ADK's venv about a minute), so
+    building them in parallel while the first tests run saves most of it; a warm check is a
+    marker read. The fixtures call the same builders, which lock: a fixture whose environment
+    is still being built waits for it, and a build that failed here is retried (and its error
+    raised) there.
+    """
+    if session.config.option.collectonly:
+        return
+    items = session.items  # after deselection (-k, -m): only what will run
+    wanted = {build for item in items for prefix, build in _PEER_BUILDS.items() if item.path.name.startswith(prefix)}
+    if wanted:
+        pool = ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="peer-env")
+        for build in wanted:
+            pool.submit(build)
+        pool.shutdown(wait=False)
+
+
+@pytest.fixture(scope="session")
+def js_project() -> Path:
+    """The @a2a-js/sdk node project (npm install on first use)."""
+    return js_env.project()
+
+
+@pytest.fixture(scope="session")
+def js_server_url(js_project: Path) -> Iterator[str]:
+    """The JS SDK echo agent (peers/js/echo_server.mjs): JSON-RPC and HTTP+JSON, no auth."""
+    proc, url = js_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def js_auth_server(js_project: Path) -> Iterator[AuthServer]:
+    """The same agent requiring one bearer token on both bindings."""
+    token = secrets.token_urlsafe(24)
+    proc, url = js_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def our_greeter_url() -> Iterator[str]:
+    """``a2a serve examples/input_required_agent.py:agent``: the input-required round trip."""
+    proc, url = ours.start(ours.GREETER, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def adk_python() -> Path:
+    """The Google ADK venv's python (pip install on first use)."""
+    return adk_env.python()
+
+
+@pytest.fixture(scope="session")
+def adk_server_url(adk_python: Path) -> Iterator[str]:
+    """An ADK agent (no model) served by ADK's ``to_a2a()`` (peers/adk/echo_server.py)."""
+    proc, url = adk_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def langgraph_server() -> Iterator[langgraph_env.LangGraphServer]:
+    """``langgraph dev`` (in memory) serving a trivial graph; its A2A endpoint is ``a2a_url``."""
+    proc, server = langgraph_env.start_server()
+    try:
+        yield server
+    finally:
+        langgraph_env.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def fasta2a_python() -> Path:
+    """The fasta2a venv's python (pip install on first use)."""
+    return fasta2a_env.python()
+
+
+@pytest.fixture(scope="session")
+def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
+    """An agent on fasta2a's server without a model (peers/fasta2a/echo_server.py)."""
+    proc, url = fasta2a_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def our_modes_server_url() -> Iterator[str]:
+    """``a2a serve peers/modes_agent.py:agent``: the echo agent with its skill's media types declared."""
+    proc, url = ours.start(ours.MODES, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)

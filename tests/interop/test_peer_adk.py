@@ -1,0 +1,149 @@
+"""Google ADK 2.13.0 both ways: its ``RemoteA2aAgent`` against OUR server, our side against its ``to_a2a()``.
+
+ADK runs in its own venv (``peers/adk_env.py``); its agent is a custom ``BaseAgent`` without a
+model. ``RemoteA2aAgent`` resolves our card by URL, so it applies its same-origin check to every
+interface the card declares: these tests need a card whose interfaces are all on its own origin
+(the WebSocket interface included).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from our_env import AuthServer, run_cli
+from peers import adk_env
+
+from a2a import A2AClient, RetryPolicy
+from a2a import types as t
+
+pytestmark = [pytest.mark.interop, pytest.mark.slow]
+
+DEADLINE = 30.0
+
+
+def texts_of(lines: list[dict[str, Any]], turn: int) -> list[str]:
+    return [text for line in lines if line["turn"] == turn for text in line["texts"]]
+
+
+# ---- ADK's RemoteA2aAgent -> a2a serve -------------------------------------------------------
+
+
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "blocking"])
+def test_adk_remote_agent_sends(adk_python: Path, our_server_url: str, streaming: bool) -> None:
+    lines = adk_env.run_remote_agent(our_server_url, "send", streaming=streaming)
+    assert texts_of(lines, 1)[-1] == "hello adk"
+
+
+def test_adk_remote_agent_streams_a_task(adk_python: Path, our_server_url: str) -> None:
+    lines = adk_env.run_remote_agent(our_server_url, "stream")
+    texts = texts_of(lines, 1)
+    assert [x for x in texts if x.startswith("chunk")][:3] == ["chunk 0", "chunk 1", "chunk 2"]
+    assert any(line["partial"] for line in lines)  # the chunks arrived as they were made
+
+
+def test_adk_remote_agent_multi_turn(adk_python: Path, our_server_url: str) -> None:
+    lines = adk_env.run_remote_agent(our_server_url, "multi_turn")
+    assert texts_of(lines, 1)[-1] == "first"
+    assert texts_of(lines, 2)[-1] == "second"
+
+
+def test_adk_remote_agent_input_required_round_trip(adk_python: Path, our_greeter_url: str) -> None:
+    lines = adk_env.run_remote_agent(our_greeter_url, "input_required")
+    calls = [call["name"] for line in lines if line["turn"] == 1 for call in line["calls"]]
+    assert calls == ["mock_function_call_for_required_user_input"]  # ADK's form of INPUT_REQUIRED
+    assert "Hello, Ada!" in texts_of(lines, 2)
+
+
+def test_adk_remote_agent_bearer_token(adk_python: Path, our_auth_server: AuthServer) -> None:
+    lines = adk_env.run_remote_agent(our_auth_server.url, "send", token=our_auth_server.token)
+    assert texts_of(lines, 1)[-1] == "hello adk"
+    refused = adk_env.run_remote_agent(our_auth_server.url, "send", token="wrong-token", check=False)
+    assert refused[-1]["exit"] != 0 and not texts_of(refused[:-1], 1), refused
+    assert "401" in refused[-1]["stderr"], refused
+
+
+# ---- our client, CLI and supervisor -> ADK's to_a2a() ----------------------------------------
+
+
+@pytest.fixture
+async def client(adk_server_url: str) -> AsyncIterator[A2AClient]:
+    async with A2AClient(adk_server_url, retry=RetryPolicy.none(), timeout=10) as c:
+        yield c
+
+
+async def test_card(client: A2AClient, adk_server_url: str) -> None:
+    card = await client.get_card()
+    assert card.name == "echo"
+    assert any(i.protocol_binding == "JSONRPC" and i.url.startswith(adk_server_url) for i in card.supported_interfaces)
+
+
+async def test_send_get_list(client: A2AClient) -> None:
+    task = await client.send("hello")
+    assert isinstance(task, t.Task)  # to_a2a always answers with a task
+    assert task.status.state is t.TaskState.COMPLETED
+    assert task.artifacts is not None and [p.text for p in task.artifacts[0].parts] == ["echo: hello"]
+    got = await client.get_task(task.id)
+    assert (got.id, got.status.state) == (task.id, t.TaskState.COMPLETED)
+    listed = await client.list_tasks(context_id=task.context_id)
+    assert [found.id for found in listed.tasks] == [task.id]
+
+
+async def test_stream(client: A2AClient) -> None:
+    async with asyncio.timeout(DEADLINE):
+        events = [event.payload async for event in client.stream("stream:2")]
+    assert isinstance(events[0], t.Task)
+    working = [
+        e.status.message.parts[0].text
+        for e in events
+        if isinstance(e, t.TaskStatusUpdateEvent) and e.status.message is not None
+    ]
+    assert working[:2] == ["chunk 0", "chunk 1"]
+    assert isinstance(events[-1], t.TaskStatusUpdateEvent)
+    assert events[-1].status.state is t.TaskState.COMPLETED
+
+
+def ok_json(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    assert proc.returncode == 0, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
+    assert "Traceback" not in proc.stderr, proc.stderr
+    return [json.loads(line) for line in proc.stdout.splitlines()]
+
+
+def test_cli_card_send_stream(adk_server_url: str) -> None:
+    (card,) = ok_json(run_cli("card", adk_server_url, "--json", "--retries", "1"))
+    assert card["name"] == "echo"
+    (task,) = ok_json(run_cli("send", adk_server_url, "hello", "--json", "--retries", "1"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    events = ok_json(run_cli("send", adk_server_url, "stream:1", "--stream", "--json", "--retries", "1"))
+    assert next(iter(events[0])) == "task"
+    assert events[-1]["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    plain = run_cli("send", adk_server_url, "hello", "--retries", "1")
+    assert plain.returncode == 0 and "echo: hello" in plain.stdout, plain.stderr
+
+
+def test_supervisor_delegates_to_the_adk_agent(adk_server_url: str, tmp_path: Path) -> None:
+    proc = run_cli(
+        "supervise",
+        "--agent",
+        adk_server_url,
+        "--offline",
+        "--batch",
+        "--json",
+        "--checkpoint",
+        str(tmp_path / "checkpoint.db"),
+        "echo hello from the supervisor",
+        timeout=60,
+    )
+    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+    events = [json.loads(line) for line in proc.stdout.splitlines()]
+    (status,) = [e for e in events if e["event"] == "agent_status"]
+    assert (status["agent"], status["status"]) == ("echo", "up")
+    (finished,) = [e for e in events if e["event"] == "delegation_finished"]
+    assert (finished["agent"], finished["state"]) == ("echo", "completed")
+    assert events[-1]["status"] == "completed"
+    assert "echo: echo hello from the supervisor" in events[-1]["final"]
