@@ -77,11 +77,13 @@ METHODS_TO_V03: dict[str, str] = {v: k for k, v in METHODS_FROM_V03.items()}
 _STATES = ("submitted", "working", "completed", "failed", "canceled", "input-required", "rejected", "auth-required")
 _STATE_TO_V03 = {"TASK_STATE_" + s.upper().replace("-", "_"): s for s in _STATES}
 _STATE_TO_V03["TASK_STATE_UNSPECIFIED"] = "unknown"
-_STATE_FROM_V03 = {v: k for k, v in _STATE_TO_V03.items()}
+#: Read liberally: 1.0's names are taken too, because peers mix the versions (LangGraph
+#: Server's endpoint sends 0.3 envelopes, ``"kind": "status-update"``, with 1.0 states).
+_STATE_FROM_V03 = {v: k for k, v in _STATE_TO_V03.items()} | {k: k for k in _STATE_TO_V03}
 #: States after which a stream ends: its last status update says ``final``.
 _FINAL_STATES = frozenset({"completed", "failed", "canceled", "rejected", "input-required", "auth-required"})
 _ROLE_TO_V03 = {"ROLE_USER": "user", "ROLE_AGENT": "agent"}
-_ROLE_FROM_V03 = {v: k for k, v in _ROLE_TO_V03.items()}
+_ROLE_FROM_V03 = {v: k for k, v in _ROLE_TO_V03.items()} | {k: k for k in _ROLE_TO_V03}
 
 
 def _obj(value: Any, where: str) -> Json:
@@ -727,3 +729,19 @@ PROTO_ROUTES: tuple[tuple[frozenset[str], str, str], ...] = (
     ),
     (frozenset({"GET"}), r"v1/card", "GetExtendedAgentCard"),
 )
+
+
+def with_v03_enums(value: Any) -> Any:
+    """1.0 objects with their roles and task states spelled as 0.3 spells them (``"agent"``,
+    ``"completed"``): the answer for clients that mix the versions that way (fasta2a 2.x sends
+    and reads 1.0's shapes under 0.3's method names, with 0.3's enum values)."""
+    if isinstance(value, dict):
+        out = {key: with_v03_enums(item) for key, item in value.items()}
+        if isinstance(out.get("role"), str):
+            out["role"] = _ROLE_TO_V03.get(out["role"], out["role"])
+        if isinstance(out.get("state"), str):
+            out["state"] = _STATE_TO_V03.get(out["state"], out["state"])
+        return out
+    if isinstance(value, list):
+        return [with_v03_enums(item) for item in value]
+    return value

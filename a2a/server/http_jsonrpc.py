@@ -210,9 +210,13 @@ class JsonRpcBinding:
                 raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             request_id = call.id
             name = call.method.name
+            as_v10 = _sends_v10_objects(envelope)
             if call.method.streaming:
-                return await self._stream_v03(request, call, ctx)
+                return await self._stream_v03(request, call, ctx, as_v10=as_v10)
             result = await self.handler.call(name, call.params, ctx)
+            if as_v10:
+                mixed = v03.with_v03_enums(None if result is None else msgspec.to_builtins(result))
+                return web.Response(body=encode_result(call.id, mixed), content_type=JSON)
             translated = v03.result_to_v03(name, None if result is None else msgspec.to_builtins(result))
             return web.Response(body=encode_result(call.id, translated), content_type=JSON)
         except RequestError as exc:
@@ -225,7 +229,9 @@ class JsonRpcBinding:
             log.exception("could not answer a 0.3 JSON-RPC request")
             return self._error(request_id, InternalError())
 
-    async def _stream_v03(self, request: web.BaseRequest, call: Call, ctx: CallContext) -> web.StreamResponse:
+    async def _stream_v03(
+        self, request: web.BaseRequest, call: Call, ctx: CallContext, *, as_v10: bool = False
+    ) -> web.StreamResponse:
         request_id = call.id
         events = self.handler.stream(call.method.name, call.params, ctx)
         try:
@@ -235,8 +241,20 @@ class JsonRpcBinding:
         prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
 
         def frame(logged: LoggedEvent) -> bytes:
+            if as_v10:
+                return prefix + encode(v03.with_v03_enums(msgspec.json.decode(logged.body))) + b"}"
             return prefix + encode(v03.event_to_v03(msgspec.json.decode(logged.body))) + b"}"
 
         return await write_sse(
             request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
         )
+
+
+def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:
+    """A 0.3 method name whose message is 1.0-shaped (no ``kind``, which 0.3 requires on every
+    message): a client that mixes the versions that way (fasta2a 2.x) reads the answer in 1.0's
+    shapes with 0.3's enum values (``v03.with_v03_enums``); 0.3's shapes would reach it as an
+    empty result."""
+    params = envelope.get("params") if envelope is not None else None
+    message = params.get("message") if isinstance(params, dict) else None
+    return isinstance(message, dict) and "kind" not in message

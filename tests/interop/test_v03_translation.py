@@ -222,3 +222,20 @@ def test_rest_proto_json_of_0_3() -> None:
         "name": "tasks/t/pushNotificationConfigs/p",
         "pushNotificationConfig": {"id": "p", "url": "https://h/x"},
     }
+
+
+def test_mixed_dialects_are_read_and_answered() -> None:
+    """Peers that mix the versions: 0.3 envelopes with 1.0 enum names are read (LangGraph
+    Server's stream events), and 1.0 shapes are answered with 0.3 enum values (fasta2a 2.x)."""
+    event = {
+        "kind": "status-update",
+        "taskId": "t",
+        "contextId": "c",
+        "final": True,
+        "status": {"state": "TASK_STATE_COMPLETED"},
+    }
+    assert v03.event_from_v03(event)["statusUpdate"]["status"]["state"] == "TASK_STATE_COMPLETED"
+    answer = {"task": {"id": "t", "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": {"role": "ROLE_AGENT"}}}}
+    assert v03.with_v03_enums(answer) == {
+        "task": {"id": "t", "status": {"state": "input-required", "message": {"role": "agent"}}}
+    }
