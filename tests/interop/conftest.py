@@ -70,14 +70,16 @@ def our_auth_server() -> Iterator[AuthServer]:
 
 from concurrent.futures import ThreadPoolExecutor  # noqa: E402
 
-from peers import adk_env, fasta2a_env, js_env, langgraph_env, ours  # noqa: E402
+from peers import adk_env, fasta2a_env, js03_env, js_env, langgraph_env, ours, python_a2a_env  # noqa: E402
 from peers import common as peer_common  # noqa: E402
 
 #: The environment each peer test file needs, by the file's name.
 _PEER_BUILDS = {
     "test_peer_js_": js_env.project,
+    "test_peer_js03_": js03_env.project,
     "test_peer_adk": adk_env.python,
     "test_peer_fasta2a": fasta2a_env.python,
+    "test_peer_python_a2a": python_a2a_env.python,
 }
 
 
@@ -184,6 +186,38 @@ def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
 def our_modes_server_url() -> Iterator[str]:
     """``a2a serve peers/modes_agent.py:agent``: the echo agent with its skill's media types declared."""
     proc, url = ours.start(ours.MODES, "--no-push")
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def js03_project() -> Path:
+    """The @a2a-js/sdk 0.3 node project (npm install on first use), beside the 1.3 one."""
+    return js03_env.project()
+
+
+@pytest.fixture(scope="session")
+def js03_server_url(js03_project: Path) -> Iterator[str]:
+    """The JS SDK 0.3 echo agent (peers/js03/echo_server.mjs): 0.3 JSON-RPC and HTTP+JSON."""
+    proc, url = js03_env.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def python_a2a_python() -> Path:
+    """The python-a2a venv's python (pip install on first use)."""
+    return python_a2a_env.python()
+
+
+@pytest.fixture(scope="session")
+def python_a2a_server_url(python_a2a_python: Path) -> Iterator[str]:
+    """python-a2a's default echo agent on its Flask server (peers/python_a2a/echo_server.py)."""
+    proc, url = python_a2a_env.start_server()
     try:
         yield url
     finally:
