@@ -28,7 +28,7 @@ from ..transport.base import (
     StreamItem,
     UnreadableEventError,
 )
-from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport
+from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport, RestV03Transport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
 from ..transport.ws import WebSocketTransport
@@ -53,6 +53,8 @@ def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
 
 
 def _rest(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    if is_v03(interface):  # 0.3's REST paths and ProtoJSON bodies
+        return RestV03Transport(client._http, interface.url, **client._http_limits())
     return RestTransport(client._http, interface.url, interface.tenant, **client._http_limits())
 
 
