@@ -121,7 +121,10 @@ class _StreamPosition:
 
     @property
     def resumable(self) -> bool:
-        return self.task_id is not None and self.seq is not None
+        # Without event ids (peers that send none, such as a2a-sdk 0.3) the stream is still
+        # resumed by its task, from wherever the peer's stream of it stands: the events the
+        # peer produced while we were away are then missed (the task, read later, has them).
+        return self.task_id is not None
 
     def fresh(self, item: StreamItem) -> bool:
         """Note the item; False for one already delivered (a resumed stream may repeat one)."""

@@ -2,11 +2,12 @@
 
 Runs ONLY under the 0.3 SDK venv (see sdk03_env.py): its ``a2a`` package is a2a-sdk 0.3, not
 ours. Serves JSON-RPC at ``POST /`` (or, with ``--rest``, only 0.3's HTTP+JSON paths under
-``/v1``) and the 0.3 card at ``/.well-known/agent-card.json``; prints ``READY <base url>`` on stdout once listening.
+``/v1``) and the 0.3 card at ``/.well-known/agent-card.json``; prints ``READY <base url>`` on
+stdout once listening.
 
-By message text: ``stream:N`` streams N chunks into one artifact, ``hold:S`` works for S seconds
-(cancellable), ``ask`` asks a question (input-required; the answer completes the task),
-anything else is echoed back as a plain agent Message.
+By message text: ``stream:N`` streams N chunks into one artifact (``slow:N``: 0.3 s apart),
+``hold:S`` works for S seconds (cancellable), ``ask`` asks a question (input-required; the
+answer completes the task), anything else is echoed back as a plain agent Message.
 """
 
 # ruff: noqa: I001 - the ``a2a`` imported here is the SDK's, which ruff takes for ours
@@ -36,16 +37,18 @@ class Echo(AgentExecutor):
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             await updater.complete(updater.new_agent_message([Part(root=TextPart(text=f"answered: {text}"))]))
             return
-        if not (text.startswith(("stream:", "hold:")) or text == "ask"):
+        if not (text.startswith(("stream:", "slow:", "hold:")) or text == "ask"):
             await event_queue.enqueue_event(new_agent_text_message(text, context.context_id))
             return
         assert context.message is not None
         task = new_task(context.message)
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
-        if text.startswith("stream:"):
-            count = int(text[7:])
+        if text.startswith(("stream:", "slow:")):
+            count = int(text.split(":")[1])
             for i in range(count):
+                if text.startswith("slow:"):
+                    await asyncio.sleep(0.3)  # time for a test to cut the connection between chunks
                 await updater.add_artifact(
                     [Part(root=TextPart(text=f"chunk {i}"))],
                     artifact_id="echo-stream",
