@@ -7,6 +7,7 @@ its card (no ``supportedInterfaces``), chooses 0.3 from it and speaks 0.3 JSON-R
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator, Iterator
 
@@ -255,5 +256,42 @@ async def test_a_stream_cut_after_its_first_event_is_resumed(binding: str, sdk03
         # of the task's queue (the broken stream's and the resubscription's), so chunks produced
         # while both were attached appear twice in its stored artifact: the peer's quirk.
         assert set(texts) == {f"chunk {i}" for i in range(6)} and texts[0] == "chunk 0"
+    finally:
+        await proxy.close()
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_stream_whose_task_ended_while_cut_ends_with_the_task(
+    binding: str, sdk03_url: str, sdk03_rest_url: str
+) -> None:
+    """The connection is cut after the first event and held down until the task has ended: the
+    0.3 peer refuses to resubscribe to an ended task, so the stream ends with the task as it is."""
+    url = sdk03_url if binding == "JSONRPC" else sdk03_rest_url
+    proxy = CuttableProxy(int(url.rsplit(":", 1)[1]))
+    await proxy.start()
+    try:
+        async with A2AClient(url, retry=RetryPolicy.none(), timeout=20) as probe:
+            card = await probe.get_card()
+        proxied = f"http://127.0.0.1:{proxy.port}/"
+        interfaces = [msgspec.structs.replace(i, url=proxied) for i in card.supported_interfaces]
+        card = msgspec.structs.replace(card, supported_interfaces=interfaces)
+        reopened: list[asyncio.Task[None]] = []
+
+        async def reopen_later() -> None:
+            await asyncio.sleep(2.0)  # slow:2 ends within 0.6 s
+            proxy.open.set()
+
+        async with A2AClient(card=card, retry=RetryPolicy(max_attempts=3, initial_backoff=0.05), timeout=20) as client:
+            payloads: list[object] = []
+            async for event in client.stream("slow:2"):
+                payloads.append(event.payload)
+                if len(payloads) == 1:
+                    proxy.open.clear()  # new connections wait until the task has ended
+                    proxy.cut()
+                    reopened.append(asyncio.create_task(reopen_later()))
+        assert isinstance(payloads[0], t.Task)
+        last = payloads[-1]
+        assert isinstance(last, t.Task) and last.status.state is t.TaskState.COMPLETED, payloads
+        assert last.artifacts is not None and {p.text for p in last.artifacts[0].parts} == {"chunk 0", "chunk 1"}
     finally:
         await proxy.close()
