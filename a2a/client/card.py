@@ -64,7 +64,8 @@ def _older_card(address: str, body: bytes) -> AgentCard | None:
     version = v03.card_protocol_version(plain)
     if version != v03.LEGACY_VERSION:
         raise CardResolutionError(
-            f"{address}: this agent speaks A2A {version}: not supported (this client speaks 1.x and 0.3)"
+            f"{address}: this agent speaks A2A {version}: not supported (this client speaks 1.x and 0.3)",
+            unsupported_version=version,
         )
     try:
         card: AgentCard = decoder_for(AgentCard).decode(encode(v03.card_from_v03(plain)))
