@@ -254,4 +254,9 @@ class InvalidResponseError(ClientError):
 
 
 class CardResolutionError(ClientError):
-    """No agent card, or no interface this client can use, at the given address."""
+    """No agent card, or no interface this client can use, at the given address.
+    ``unsupported_version``: the A2A version the agent speaks, when that is the problem."""
+
+    def __init__(self, message: str, *, unsupported_version: str | None = None) -> None:
+        super().__init__(message)
+        self.unsupported_version = unsupported_version

@@ -450,7 +450,7 @@ class Delegator:
         if entry is None:
             return f"no agent named {name!r} is configured"
         if not entry.up:
-            return f"agent {name} is down: {entry.error or 'not resolved'}"
+            return entry.problem
         if not entry.breaker.allow():
             return f"agent {name} is failing (circuit breaker open after {entry.breaker.failures} failures)"
         return None

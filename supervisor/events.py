@@ -70,6 +70,8 @@ class AgentStatus(Event):
     skills: list[str]
     required: bool = False
     error: str | None = None
+    #: The A2A version the agent speaks, when that is why it is down.
+    unsupported_version: str | None = None
 
 
 @dataclass(frozen=True, kw_only=True)

@@ -105,6 +105,8 @@ class AgentEntry:
     obj: Agent | None = None
     status: Status = "pending"
     error: str | None = None
+    #: The A2A version the agent speaks when that is why it cannot be used (it is "down" then).
+    unsupported_version: str | None = None
     card: AgentCard | None = None
     client: A2AClient | None = None
     transport: str = ""
@@ -119,6 +121,13 @@ class AgentEntry:
     @property
     def up(self) -> bool:
         return self.status == "up" and self.client is not None
+
+    @property
+    def problem(self) -> str:
+        """Why the agent cannot be used, as one status line."""
+        if self.unsupported_version is not None:
+            return f"agent {self.name} speaks A2A {self.unsupported_version}: not supported"
+        return f"agent {self.name} is down: {self.error or 'not resolved'}"
 
     @property
     def streaming(self) -> bool:
@@ -276,9 +285,13 @@ class Registry:
                     await self._resolve_module(entry)
                 else:
                     await self._resolve_command(entry)
-            entry.status, entry.error = "up", None
+            entry.status, entry.error, entry.unsupported_version = "up", None, None
         except TimeoutError:
             await self._mark_down(entry, f"no answer within {timeout:g}s (a2a.discovery_timeout)")
+        except CardResolutionError as exc:
+            await self._mark_down(entry, str(exc) or type(exc).__name__)
+            if entry.status == "down":
+                entry.unsupported_version = exc.unsupported_version
         except (A2AError, AgentLoadError, OSError, ValueError, msgspec.ValidationError, msgspec.DecodeError) as exc:
             await self._mark_down(entry, str(exc) or type(exc).__name__)
 
@@ -328,7 +341,11 @@ class Registry:
         try:
             # The client's one card decoder: 1.0 cards, and 0.3 cards read as 1.0 ones.
             entry.card = decode_card(address, body)
-        except (InvalidResponseError, CardResolutionError) as exc:
+        except CardResolutionError as exc:
+            if exc.unsupported_version is not None:
+                raise  # the version problem, named as such in the agent's status line
+            raise DiscoveryError(str(exc)) from exc
+        except InvalidResponseError as exc:
             raise DiscoveryError(str(exc)) from exc
         entry.etag = response.headers.get("ETag")
         return True

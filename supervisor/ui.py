@@ -119,6 +119,7 @@ class LiveView:
         self.run_id = ""
         self.items: dict[str, _Item] = {}
         self.delegations: dict[str, _Delegation] = {}
+        #: Agent -> its status line (why it cannot be used).
         self.agents_down: dict[str, str] = {}
         self.notices: list[str] = []
         self.finished: ev.RunFinished | None = None
@@ -134,8 +135,10 @@ class LiveView:
         self.objective, self.run_id = event.objective, event.run_id
 
     def _on_agent_status(self, event: ev.AgentStatus) -> None:
-        if event.status == "down":
-            self.agents_down[event.agent] = event.error or "unreachable"
+        if event.status == "down" and event.unsupported_version is not None:
+            self.agents_down[event.agent] = f"agent {event.agent} speaks A2A {event.unsupported_version}: not supported"
+        elif event.status == "down":
+            self.agents_down[event.agent] = f"agent {event.agent} is down: {event.error or 'unreachable'}"
         else:
             self.agents_down.pop(event.agent, None)
 
@@ -239,8 +242,7 @@ class LiveView:
 
     def render(self) -> RenderableType:
         parts: list[RenderableType] = [self.tree()]
-        for agent, reason in self.agents_down.items():
-            parts.append(Text(f"agent {agent} is down: {reason}", style="yellow"))
+        parts.extend(Text(line, style="yellow") for line in self.agents_down.values())
         parts.extend(Text(n, style="yellow") for n in self.notices[-5:])
         return Group(*parts)
 

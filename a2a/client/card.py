@@ -64,7 +64,8 @@ def _older_card(address: str, body: bytes) -> AgentCard | None:
     version = v03.card_protocol_version(plain)
     if version != v03.LEGACY_VERSION:
         raise CardResolutionError(
-            f"{address}: this agent speaks A2A {version}: not supported (this client speaks 1.x and 0.3)"
+            f"{address}: this agent speaks A2A {version}: not supported (this client speaks 1.x and 0.3)",
+            unsupported_version=version,
         )
     try:
         card: AgentCard = decoder_for(AgentCard).decode(encode(v03.card_from_v03(plain)))
@@ -73,8 +74,9 @@ def _older_card(address: str, body: bytes) -> AgentCard | None:
         raise InvalidResponseError(f"{address} is not a valid A2A 0.3 agent card: {exc}") from exc
 
 
-#: The bindings this client speaks in A2A 0.3 (``transport.http.JsonRpcV03Transport``).
-V03_BINDINGS = frozenset({"JSONRPC"})
+#: The bindings this client speaks in A2A 0.3 (``transport.http.JsonRpcV03Transport``,
+#: ``RestV03Transport``).
+V03_BINDINGS = frozenset({"JSONRPC", "HTTP+JSON"})
 
 
 def is_v03(interface: AgentInterface) -> bool:
@@ -97,8 +99,7 @@ def choose_interface(card: AgentCard, supported: Sequence[str], preferred: str |
         offered = ", ".join(f"{i.protocol_binding} {i.protocol_version}" for i in card.supported_interfaces)
         wanted = preferred or " or ".join(supported)
         raise CardResolutionError(
-            f"Agent {card.name!r} offers no interface this client can use (wanted {wanted} 1.x or JSONRPC 0.3; "
-            f"offered: "
-            f"{offered or 'none'})"
+            f"Agent {card.name!r} offers no interface this client can use "
+            f"(wanted {wanted} 1.x or JSONRPC/HTTP+JSON 0.3; offered: {offered or 'none'})"
         )
     return usable[0]

@@ -15,7 +15,7 @@ import httpx
 import msgspec
 
 from .. import types as t
-from ..errors import CardResolutionError, TransportError, UnsupportedOperationError
+from ..errors import CardResolutionError, InvalidParamsError, TransportError, UnsupportedOperationError
 from ..metadata import SKILL_KEY
 from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.methods import METHODS, MethodSpec
@@ -28,7 +28,7 @@ from ..transport.base import (
     StreamItem,
     UnreadableEventError,
 )
-from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport
+from ..transport.http import JsonRpcTransport, JsonRpcV03Transport, RestTransport, RestV03Transport
 from ..transport.multiplex import ConnectionTransport
 from ..transport.targets import STDIO_PREFIX, is_connection_target, transport_for_target
 from ..transport.ws import WebSocketTransport
@@ -53,6 +53,8 @@ def _jsonrpc(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
 
 
 def _rest(client: A2AClient, interface: t.AgentInterface) -> ClientTransport:
+    if is_v03(interface):  # 0.3's REST paths and ProtoJSON bodies
+        return RestV03Transport(client._http, interface.url, **client._http_limits())
     return RestTransport(client._http, interface.url, interface.tenant, **client._http_limits())
 
 
@@ -119,7 +121,10 @@ class _StreamPosition:
 
     @property
     def resumable(self) -> bool:
-        return self.task_id is not None and self.seq is not None
+        # Without event ids (peers that send none, such as a2a-sdk 0.3) the stream is still
+        # resumed by its task, from wherever the peer's stream of it stands: the events the
+        # peer produced while we were away are then missed (the task, read later, has them).
+        return self.task_id is not None
 
     def fresh(self, item: StreamItem) -> bool:
         """Note the item; False for one already delivered (a resumed stream may repeat one)."""
@@ -158,6 +163,18 @@ async def _open(
     an event arrived, so that a stream refused or broken at once is retried like a call."""
     events = transport.stream(spec, params, timeout=timeout, last_event_id=after).__aiter__()
     return events, await anext(events, None)
+
+
+async def _ended(transport: ClientTransport, task_id: str | None, timeout: float | None) -> t.Task | None:
+    """The task, if it has ended; ``None`` when it has not or cannot be read. One attempt: it only
+    decides how a stream that failed for good ends, so it must not multiply the attempts."""
+    if task_id is None:
+        return None
+    try:
+        task: t.Task = await transport.call(METHODS["GetTask"], t.GetTaskRequest(id=task_id), timeout=timeout)
+    except Exception:  # noqa: BLE001 - the caller raises its own, more telling error
+        return None
+    return task if task.status.state.is_terminal else None
 
 
 class A2AClient:
@@ -351,15 +368,25 @@ class A2AClient:
                 events, item = await self.retry.run(
                     functools.partial(_open, transport, spec, params, position.seq, per_call), what=what
                 )
-            except UnsupportedOperationError:
+            except (UnsupportedOperationError, InvalidParamsError) as exc:
                 if not settle or position.task_id is None:
                     raise
-                # The task ended and its events are no longer kept: its final state ends the stream.
-                yield StreamItem(t.StreamResponse(task=await self.get_task(position.task_id)))
+                # The task ended and its events are no longer kept (1.0 says UNSUPPORTED_OPERATION;
+                # a2a-sdk 0.3 says INVALID_PARAMS, "in terminal state"): its final state ends the stream.
+                task = await self.get_task(position.task_id)
+                if isinstance(exc, InvalidParamsError) and not task.status.state.is_terminal:
+                    raise
+                yield StreamItem(t.StreamResponse(task=task))
                 return
             except TransportError as exc:
                 position.mark(exc)
-                raise
+                ended = await _ended(transport, position.task_id, per_call) if settle else None
+                if ended is None:
+                    raise
+                # A peer that breaks the stream of an ended task instead of refusing it (a2a-sdk
+                # 0.3's REST binding): the task's final state ends the stream.
+                yield StreamItem(t.StreamResponse(task=ended))
+                return
             progressed = False
             try:
                 while item is not None:

@@ -27,12 +27,15 @@ params (server) or as a protocol error naming the peer (client).
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
+from urllib.parse import quote
 
 __all__ = [
     "LEGACY_VERSION",
     "METHODS_FROM_V03",
     "METHODS_TO_V03",
+    "ProtoRequest",
     "V03Error",
     "card_from_v03",
     "card_protocol_version",
@@ -42,6 +45,9 @@ __all__ = [
     "is_v03_card",
     "params_from_v03",
     "params_to_v03",
+    "proto_event_from_v03",
+    "proto_request_to_v03",
+    "proto_result_from_v03",
     "result_from_v03",
     "result_to_v03",
 ]
@@ -745,3 +751,132 @@ def with_v03_enums(value: Any) -> Any:
     if isinstance(value, list):
         return [with_v03_enums(item) for item in value]
     return value
+
+
+# ---- 0.3 over HTTP+JSON, the client's side: requests out, results in ----------------------------
+
+
+def _proto_status_from_v03(status: Any, where: str) -> Json:
+    status = _obj(status, where)
+    state = status.get("state", "TASK_STATE_UNSPECIFIED")
+    out: Json = {"state": _PROTO_STATE_FROM_V03.get(state, state)}
+    if status.get("update") is not None:
+        out["message"] = _proto_message_from_v03(status["update"], f"{where}.update")
+    return _copy(status, out, "timestamp")
+
+
+def _proto_artifact_from_v03(artifact: Any, where: str) -> Json:
+    artifact = _obj(artifact, where)
+    out: Json = _copy(artifact, {}, "artifactId", "name", "description", "metadata", "extensions")
+    parts = _list(artifact.get("parts", []), f"{where}.parts")
+    out["parts"] = [_proto_part_from_v03(p, f"{where}.parts[{i}]") for i, p in enumerate(parts)]
+    return out
+
+
+def _proto_task_from_v03(task: Any, where: str) -> Json:
+    task = _obj(task, where)
+    out: Json = _copy(task, {}, "id", "contextId", "metadata")
+    out["status"] = _proto_status_from_v03(task.get("status", {}), f"{where}.status")
+    if task.get("artifacts") is not None:
+        items = _list(task["artifacts"], f"{where}.artifacts")
+        out["artifacts"] = [_proto_artifact_from_v03(a, f"{where}.artifacts[{i}]") for i, a in enumerate(items)]
+    if task.get("history") is not None:
+        items = _list(task["history"], f"{where}.history")
+        out["history"] = [_proto_message_from_v03(m, f"{where}.history[{i}]") for i, m in enumerate(items)]
+    return out
+
+
+def proto_event_from_v03(event: Any, where: str = "event") -> Json:
+    """A 0.3 ``StreamResponse`` / ``SendMessageResponse`` (ProtoJSON) as 1.0's. 0.3's ``final``
+    is dropped: 1.0 reads the end of a task from its state."""
+    event = _obj(event, where)
+    if "task" in event:
+        return {"task": _proto_task_from_v03(event["task"], f"{where}.task")}
+    if "msg" in event or "message" in event:
+        return {"message": _proto_message_from_v03(event.get("msg", event.get("message")), f"{where}.msg")}
+    if "statusUpdate" in event:
+        update = _obj(event["statusUpdate"], f"{where}.statusUpdate")
+        out: Json = _copy(update, {}, "taskId", "contextId", "metadata")
+        out["status"] = _proto_status_from_v03(update.get("status", {}), f"{where}.statusUpdate.status")
+        return {"statusUpdate": out}
+    if "artifactUpdate" in event:
+        update = _obj(event["artifactUpdate"], f"{where}.artifactUpdate")
+        out = _copy(update, {}, "taskId", "contextId", "append", "lastChunk", "metadata")
+        out["artifact"] = _proto_artifact_from_v03(update.get("artifact", {}), f"{where}.artifactUpdate.artifact")
+        return {"artifactUpdate": out}
+    raise V03Error(f"{where} has none of task, msg, statusUpdate, artifactUpdate")
+
+
+def _proto_push_from_v03(config: Any, where: str) -> Json:
+    """A 0.3 REST push config: its task's id is in its resource name
+    (``tasks/{id}/pushNotificationConfigs/{config_id}``)."""
+    config = _obj(config, where)
+    name = str(config.get("name") or "")
+    segments = name.split("/")
+    task_id = segments[1] if len(segments) >= 2 and segments[0] == "tasks" else None
+    out = _push_from_v03(config.get("pushNotificationConfig"), task_id, f"{where}.pushNotificationConfig")
+    if "id" not in out and len(segments) == 4:
+        out["id"] = segments[3]
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ProtoRequest:
+    """One 0.3 REST call: HTTP method, path (relative to the interface URL), query, body."""
+
+    http_method: str
+    path: str
+    query: dict[str, str]
+    body: Json | None
+
+
+def proto_request_to_v03(method: str, params: Json) -> ProtoRequest:
+    """The 0.3 REST call of a 1.0 request (plain JSON); ``V03Error`` for an operation 0.3 lacks."""
+    task = quote(str(params.get("taskId" if "PushNotification" in method else "id") or ""), safe="")
+    if method in ("SendMessage", "SendStreamingMessage"):
+        sent = _send_to_v03(params)
+        body: Json = {"request": _proto_message_to_v03(params["message"])}
+        # ProtoJSON readers take a missing ``blocking`` as false: 1.0's default (wait) is said.
+        conf = dict(sent.get("configuration") or {"blocking": True})
+        if "pushNotificationConfig" in conf:
+            conf["pushNotification"] = conf.pop("pushNotificationConfig")
+        body["configuration"] = conf
+        body = _copy(params, body, "metadata")
+        return ProtoRequest("POST", "v1/message:send" if method == "SendMessage" else "v1/message:stream", {}, body)
+    if method == "GetTask":
+        query = {"historyLength": str(params["historyLength"])} if params.get("historyLength") is not None else {}
+        return ProtoRequest("GET", f"v1/tasks/{task}", query, None)
+    if method == "CancelTask":
+        return ProtoRequest("POST", f"v1/tasks/{task}:cancel", {}, {"name": f"tasks/{task}"})
+    if method == "SubscribeToTask":
+        return ProtoRequest("GET", f"v1/tasks/{task}:subscribe", {}, None)
+    if method == "CreateTaskPushNotificationConfig":
+        config = _proto_push_to_v03(params)
+        body = {"parent": f"tasks/{task}", "configId": params.get("id") or "", "config": config}
+        return ProtoRequest("POST", f"v1/tasks/{task}/pushNotificationConfigs", {}, body)
+    if method in ("GetTaskPushNotificationConfig", "DeleteTaskPushNotificationConfig"):
+        path = f"v1/tasks/{task}/pushNotificationConfigs/{quote(str(params.get('id') or ''), safe='')}"
+        return ProtoRequest("GET" if method.startswith("Get") else "DELETE", path, {}, None)
+    if method == "ListTaskPushNotificationConfigs":
+        return ProtoRequest("GET", f"v1/tasks/{task}/pushNotificationConfigs", {}, None)
+    if method == "GetExtendedAgentCard":
+        return ProtoRequest("GET", "v1/card", {}, None)
+    raise V03Error(f"A2A 0.3 has no {method}")
+
+
+def proto_result_from_v03(method: str, result: Any) -> Any:
+    """The 1.0 result (plain JSON) of a 0.3 REST answer (ProtoJSON)."""
+    if method in ("SendMessage", "SendStreamingMessage", "SubscribeToTask"):
+        return proto_event_from_v03(result, "result")
+    if method in ("GetTask", "CancelTask"):
+        return _proto_task_from_v03(result, "result")
+    if method in ("CreateTaskPushNotificationConfig", "GetTaskPushNotificationConfig"):
+        return _proto_push_from_v03(result, "result")
+    if method == "ListTaskPushNotificationConfigs":
+        result = _obj(result, "result")
+        items = _list(result.get("configs", []), "result.configs")
+        configs = [_proto_push_from_v03(c, f"result.configs[{i}]") for i, c in enumerate(items)]
+        return {"configs": configs, "nextPageToken": ""}
+    if method == "GetExtendedAgentCard":
+        return card_from_v03(result)
+    return result

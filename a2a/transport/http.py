@@ -42,6 +42,7 @@ __all__ = [
     "JsonRpcTransport",
     "JsonRpcV03Transport",
     "RestTransport",
+    "RestV03Transport",
     "exchange",
     "http_error",
     "translate_httpx_error",
@@ -390,3 +391,47 @@ class RestTransport(_HttpTransport):
 
     def _stream_error(self, data: str) -> Exception:
         return rest.decode_error(data) or InvalidResponseError(f"Stream error: {data[:200]}")
+
+
+class RestV03Transport(_HttpTransport):
+    """HTTP+JSON to an agent that speaks A2A 0.3: 0.3's REST paths and its ProtoJSON bodies on
+    the wire, 1.0 objects to the caller (``v03`` translates both ways). 0.3 has no tenants."""
+
+    media_type = "application/json"
+
+    def _request(self, method: MethodSpec, params: Any, accept: str) -> httpx.Request:
+        try:
+            wire = v03.proto_request_to_v03(method.name, msgspec.to_builtins(params))
+        except v03.V03Error as exc:
+            raise UnsupportedOperationError(f"{self.url} speaks A2A 0.3, which has no {method.name}") from exc
+        headers = {"Accept": accept, VERSION_HEADER: v03.LEGACY_VERSION}
+        body = None
+        if wire.body is not None:
+            headers["Content-Type"] = "application/json"
+            body = encode(wire.body)
+        url = f"{self.url}/{wire.path}"
+        return self._client.build_request(wire.http_method, url, params=wire.query, content=body, headers=headers)
+
+    def _check(self, response: httpx.Response, body: bytes) -> None:
+        if response.status_code < 300:
+            return
+        error = rest.decode_error(body)  # a peer that answers errors in 1.0's shape
+        if error is not None:
+            raise error
+        raise http_error(response, body)  # 0.3's REST errors are a status and a message
+
+    def _result(self, body: bytes | str, result_type: type | None) -> Any:
+        if result_type is None:
+            return None
+        try:
+            plain = msgspec.json.decode(body)
+            translated = v03.proto_result_from_v03(_V03_RESULTS.get(result_type, ""), plain)
+            return decoder_for(result_type).decode(encode(translated))
+        except (msgspec.DecodeError, v03.V03Error, msgspec.ValidationError) as exc:
+            raise InvalidResponseError(f"{self.url} sent an invalid A2A 0.3 {result_type.__name__}: {exc}") from exc
+
+    def _unstreamed(self, response: httpx.Response, body: bytes) -> StreamItem:
+        return StreamItem(self._result(body, t.StreamResponse))
+
+    def _stream_error(self, data: str) -> Exception:
+        return rest.decode_error(data) or InvalidResponseError(f"{self.url} sent a stream error: {data[:200]}")

@@ -28,6 +28,7 @@ def report_agents(rt: RunContext, entries: Iterable[AgentEntry]) -> None:
                 skills=[s.id for s in entry.skills],
                 required=entry.config.required,
                 error=entry.error,
+                unsupported_version=entry.unsupported_version,
             )
         )
 

@@ -420,9 +420,10 @@ async def test_a_dropped_stream_is_resumed_by_the_client_alone_so_attempts_do_no
         await runner.cleanup()
     assert isinstance(first.payload, t.Task)
     # The first stream, then one resume per attempt of the policy: the transport retries nothing
-    # itself (it used to resubscribe with the client's policy too: 16 connections here).
-    assert peer.connections == 1 + attempts
-    assert peer.requests == [("SubscribeToTask", None)] + [("SubscribeToTask", 1)] * attempts
+    # itself (it used to resubscribe with the client's policy too: 16 connections here). Then one
+    # GetTask, once, to end the stream with the task had it ended (it had not: the error stands).
+    assert peer.connections == 1 + attempts + 1
+    assert peer.requests == [("SubscribeToTask", None)] + [("SubscribeToTask", 1)] * attempts + [("GetTask", None)]
     # The error says where the stream stood, to follow the task from there later.
     assert dropped.value.retryable
     assert (dropped.value.task_id, dropped.value.last_event_id) == ("t1", "1")

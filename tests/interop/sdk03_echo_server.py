@@ -1,12 +1,13 @@
 """An A2A 0.3 echo agent built on a2a-sdk 0.3's own server classes.
 
 Runs ONLY under the 0.3 SDK venv (see sdk03_env.py): its ``a2a`` package is a2a-sdk 0.3, not
-ours. Serves JSON-RPC at ``POST /`` and the 0.3 card at ``/.well-known/agent-card.json``;
-prints ``READY <base url>`` on stdout once listening.
+ours. Serves JSON-RPC at ``POST /`` (or, with ``--rest``, only 0.3's HTTP+JSON paths under
+``/v1``) and the 0.3 card at ``/.well-known/agent-card.json``; prints ``READY <base url>`` on
+stdout once listening.
 
-By message text: ``stream:N`` streams N chunks into one artifact, ``hold:S`` works for S seconds
-(cancellable), ``ask`` asks a question (input-required; the answer completes the task),
-anything else is echoed back as a plain agent Message.
+By message text: ``stream:N`` streams N chunks into one artifact (``slow:N``: 0.3 s apart),
+``hold:S`` works for S seconds (cancellable), ``ask`` asks a question (input-required; the
+answer completes the task), anything else is echoed back as a plain agent Message.
 """
 
 # ruff: noqa: I001 - the ``a2a`` imported here is the SDK's, which ruff takes for ours
@@ -20,7 +21,7 @@ import sys
 
 import uvicorn
 from a2a.server.agent_execution import AgentExecutor, RequestContext
-from a2a.server.apps import A2AStarletteApplication
+from a2a.server.apps import A2ARESTFastAPIApplication, A2AStarletteApplication
 from a2a.server.events import EventQueue
 from a2a.server.request_handlers import DefaultRequestHandler
 from a2a.server.tasks import InMemoryPushNotificationConfigStore, InMemoryTaskStore, TaskUpdater
@@ -36,16 +37,18 @@ class Echo(AgentExecutor):
             updater = TaskUpdater(event_queue, task.id, task.context_id)
             await updater.complete(updater.new_agent_message([Part(root=TextPart(text=f"answered: {text}"))]))
             return
-        if not (text.startswith(("stream:", "hold:")) or text == "ask"):
+        if not (text.startswith(("stream:", "slow:", "hold:")) or text == "ask"):
             await event_queue.enqueue_event(new_agent_text_message(text, context.context_id))
             return
         assert context.message is not None
         task = new_task(context.message)
         await event_queue.enqueue_event(task)
         updater = TaskUpdater(event_queue, task.id, task.context_id)
-        if text.startswith("stream:"):
-            count = int(text[7:])
+        if text.startswith(("stream:", "slow:")):
+            count = int(text.split(":")[1])
             for i in range(count):
+                if text.startswith("slow:"):
+                    await asyncio.sleep(0.3)  # time for a test to cut the connection between chunks
                 await updater.add_artifact(
                     [Part(root=TextPart(text=f"chunk {i}"))],
                     artifact_id="echo-stream",
@@ -73,6 +76,7 @@ class Echo(AgentExecutor):
 async def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--port", type=int, default=0)
+    parser.add_argument("--rest", action="store_true", help="serve HTTP+JSON (REST) only, not JSON-RPC")
     args = parser.parse_args()
     sock = socket.socket()
     sock.bind(("127.0.0.1", args.port))
@@ -81,6 +85,7 @@ async def main() -> None:
         name="Echo03",
         description="a2a-sdk 0.3 echo agent",
         url=url + "/",
+        preferred_transport="HTTP+JSON" if args.rest else "JSONRPC",
         version="1.0.0",
         capabilities=AgentCapabilities(streaming=True, push_notifications=True),
         default_input_modes=["text/plain"],
@@ -92,7 +97,10 @@ async def main() -> None:
         task_store=InMemoryTaskStore(),
         push_config_store=InMemoryPushNotificationConfigStore(),
     )
-    app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
+    if args.rest:
+        app = A2ARESTFastAPIApplication(agent_card=card, http_handler=handler).build()
+    else:
+        app = A2AStarletteApplication(agent_card=card, http_handler=handler).build()
     server = uvicorn.Server(uvicorn.Config(app, log_level="warning"))
     serving = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:

@@ -53,9 +53,10 @@ def _run(cmd: list[str], what: str) -> None:
         raise RuntimeError(f"{what} failed (exit {proc.returncode}): {' '.join(cmd)}\n{tail}")
 
 
-def start_sdk03_server() -> subprocess.Popen[str]:
-    """Start the 0.3 echo agent on a free port; follow with ``sdk_env.wait_ready``."""
-    cmd = [str(sdk03_python()), str(HERE / "sdk03_echo_server.py")]
+def start_sdk03_server(*args: str) -> subprocess.Popen[str]:
+    """Start the 0.3 echo agent on a free port (``--rest``: HTTP+JSON only); follow with
+    ``sdk_env.wait_ready``."""
+    cmd = [str(sdk03_python()), str(HERE / "sdk03_echo_server.py"), *args]
     return subprocess.Popen(cmd, stdout=subprocess.PIPE, text=True, env=sdk_environ())
 
 

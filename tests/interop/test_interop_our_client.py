@@ -195,3 +195,41 @@ async def test_error_inside_a_stream(client: A2AClient) -> None:
     assert isinstance(seen[0], t.Task)
     assert isinstance(seen[-1], t.TaskStatusUpdateEvent)
     assert seen[-1].status.state is t.TaskState.WORKING
+
+
+@pytest.mark.parametrize("binding", ["JSONRPC", "HTTP+JSON"])
+async def test_a_stream_cut_after_its_first_event_is_resumed(sdk_server_url: str, binding: str) -> None:
+    """The reference SDK reached through a TCP proxy that cuts every connection after the
+    stream's first event: our client resubscribes (``SubscribeToTask``) and delivers the rest."""
+    from urllib.parse import urlsplit, urlunsplit
+
+    import msgspec
+
+    from tests.bindings._bindings_support import CuttableProxy
+
+    proxy = CuttableProxy(int(urlsplit(sdk_server_url).port or 80))
+    await proxy.start()
+    try:
+        async with A2AClient(sdk_server_url, retry=RetryPolicy.none(), timeout=20) as probe:
+            card = await probe.get_card()
+        interfaces = [
+            msgspec.structs.replace(i, url=urlunsplit(urlsplit(i.url)._replace(netloc=f"127.0.0.1:{proxy.port}")))
+            for i in card.supported_interfaces
+        ]
+        card = msgspec.structs.replace(card, supported_interfaces=interfaces)
+        policy = RetryPolicy(max_attempts=3, initial_backoff=0.05)
+        async with A2AClient(card=card, binding=binding, retry=policy, timeout=20) as client:
+            payloads: list[Any] = []
+            async for event in client.stream("hold:1"):
+                payloads.append(event.payload)
+                if len(payloads) == 1:
+                    proxy.cut()
+        assert proxy.accepted >= 2  # the stream was opened again
+        assert isinstance(payloads[0], t.Task)
+        last = payloads[-1]
+        state = last.status.state
+        # The reference SDK answers the resubscription with the task as it is, then what follows.
+        assert any(isinstance(p, t.Task) for p in payloads[1:])
+        assert state is t.TaskState.COMPLETED, payloads
+    finally:
+        await proxy.close()

@@ -203,3 +203,45 @@ def test_serve_bindings_flag() -> None:
     assert _bindings("jsonrpc, REST") == frozenset({"jsonrpc", "rest"})
     with pytest.raises(UsageError, match="grpc"):
         _bindings("jsonrpc,grpc")
+
+
+async def test_the_supervisor_names_a_version_problem_as_such(peer: Any) -> None:
+    """A 0.2 agent is not "down": its status line (registry, delegation, live view) says which
+    version it speaks and that it is not supported."""
+    from rich.console import Console
+
+    from supervisor import events as ev
+    from supervisor.config import AgentConfig, SupervisorConfig
+    from supervisor.nodes.discover import report_agents
+    from supervisor.registry import Registry
+    from supervisor.ui import LiveView
+
+    async def handle(request: web.Request) -> web.StreamResponse:
+        raise AssertionError("never called")
+
+    old = await peer(handle, {"name": "Old", "url": "http://127.0.0.1:9/", "protocolVersion": "0.2.5"})
+    registry = Registry(SupervisorConfig(agents=[AgentConfig(name="old", url=old)]))
+    try:
+        (entry,) = await registry.discover()
+        assert entry.status == "down" and entry.unsupported_version == "0.2"
+        assert entry.problem == "agent old speaks A2A 0.2: not supported"
+        emitted: list[ev.Event] = []
+
+        class _Rt:
+            run_id = "r1"
+
+            def emit(self, event: ev.Event) -> None:
+                emitted.append(event)
+
+        report_agents(_Rt(), [entry])  # type: ignore[arg-type]
+    finally:
+        await registry.close()
+    (status,) = emitted
+    assert isinstance(status, ev.AgentStatus) and status.unsupported_version == "0.2"
+    view = LiveView()
+    view.handle(status)
+    assert view.agents_down == {"old": "agent old speaks A2A 0.2: not supported"}, (status, view.agents_down)
+    console = Console(width=200, record=True)
+    console.print(view.render())
+    text = console.export_text()
+    assert "agent old speaks A2A 0.2: not supported" in text and "is down" not in text

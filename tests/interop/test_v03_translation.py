@@ -239,3 +239,85 @@ def test_mixed_dialects_are_read_and_answered() -> None:
     assert v03.with_v03_enums(answer) == {
         "task": {"id": "t", "status": {"state": "input-required", "message": {"role": "agent"}}}
     }
+
+
+def test_rest_client_side_of_0_3() -> None:
+    """What our client sends to a 0.3 REST agent, and reads back: paths, ``blocking`` always said
+    (a missing one means "do not wait" to a ProtoJSON reader), ``CANCELLED``, push config names."""
+    message = {"messageId": "m", "role": "ROLE_USER", "parts": [{"text": "hi"}, {"url": "https://h/f"}]}
+    send = v03.proto_request_to_v03("SendMessage", {"message": message})
+    assert (send.http_method, send.path) == ("POST", "v1/message:send")
+    assert send.body == {
+        "request": {
+            "messageId": "m",
+            "role": "ROLE_USER",
+            "content": [{"text": "hi"}, {"file": {"fileWithUri": "https://h/f"}}],
+        },
+        "configuration": {"blocking": True},
+    }
+    quick = v03.proto_request_to_v03(
+        "SendStreamingMessage", {"message": message, "configuration": {"returnImmediately": True}}
+    )
+    assert quick.path == "v1/message:stream" and quick.body is not None
+    assert quick.body["configuration"] == {"blocking": False}
+    assert v03.proto_request_to_v03("GetTask", {"id": "a/b", "historyLength": 2}) == v03.ProtoRequest(
+        "GET", "v1/tasks/a%2Fb", {"historyLength": "2"}, None
+    )
+    assert v03.proto_request_to_v03("SubscribeToTask", {"id": "t"}).path == "v1/tasks/t:subscribe"
+    assert v03.proto_request_to_v03("CancelTask", {"id": "t"}).path == "v1/tasks/t:cancel"
+    with pytest.raises(v03.V03Error, match="no ListTasks"):
+        v03.proto_request_to_v03("ListTasks", {})
+    task = {
+        "id": "t",
+        "contextId": "c",
+        "status": {
+            "state": "TASK_STATE_CANCELLED",
+            "update": {"messageId": "x", "role": "ROLE_AGENT", "content": [{"text": "bye"}]},
+        },
+    }
+    read = decode_as(encode(v03.proto_result_from_v03("GetTask", task)), t.Task)
+    assert read.status.state is t.TaskState.CANCELED and read.status.message is not None
+    assert read.status.message.parts[0].text == "bye"
+    event = {
+        "statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_COMPLETED"}, "final": True}
+    }
+    streamed = decode_as(encode(v03.proto_result_from_v03("SendStreamingMessage", event)), t.StreamResponse)
+    assert streamed.status_update is not None and streamed.status_update.status.state is t.TaskState.COMPLETED
+    push = {"name": "tasks/t/pushNotificationConfigs/h", "pushNotificationConfig": {"url": "http://x/hook"}}
+    config = decode_as(
+        encode(v03.proto_result_from_v03("GetTaskPushNotificationConfig", push)), t.TaskPushNotificationConfig
+    )
+    assert (config.task_id, config.id, config.url) == ("t", "h", "http://x/hook")
+
+
+def test_binding_http_json_chooses_0_3_rest() -> None:
+    """A 0.3 card offering both: its preferred transport first, ``binding="HTTP+JSON"`` the REST one."""
+    from a2a.client.card import choose_interface
+
+    card03 = {
+        "name": "x",
+        "description": "",
+        "version": "1",
+        "protocolVersion": "0.3.0",
+        "url": "http://h/rpc",
+        "preferredTransport": "JSONRPC",
+        "additionalInterfaces": [{"url": "http://h/rest", "transport": "HTTP+JSON"}],
+        "capabilities": {},
+        "defaultInputModes": [],
+        "defaultOutputModes": [],
+        "skills": [],
+    }
+    card = decode_as(encode(v03.card_from_v03(card03)), t.AgentCard)
+    bindings = ["JSONRPC", "HTTP+JSON"]
+    assert choose_interface(card, bindings).url == "http://h/rpc"
+    assert choose_interface(card, bindings, "HTTP+JSON").url == "http://h/rest"
+    rest_first = decode_as(
+        encode(
+            v03.card_from_v03(
+                {**card03, "preferredTransport": "HTTP+JSON", "url": "http://h/rest", "additionalInterfaces": []}
+            )
+        ),
+        t.AgentCard,
+    )
+    chosen = choose_interface(rest_first, bindings)
+    assert (chosen.protocol_binding, chosen.protocol_version) == ("HTTP+JSON", "0.3")
