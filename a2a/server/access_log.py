@@ -81,6 +81,24 @@ class ExchangeLayer:
 
     @staticmethod
     def _write(request: web.Request, exchange: Exchange, status: int, millis: float) -> None:
+        handlers = log.handlers
+        if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
+            # ``a2a serve``'s own handler writing text, and nothing else listening: the line
+            # without a LogRecord, which cost as much as the rest of the line together.
+            handlers[0].write_line(
+                _LINE
+                % (
+                    request.remote or "-",
+                    request.method,
+                    request.rel_url.raw_path,
+                    status,
+                    millis,
+                    exchange.operation or "-",
+                    exchange.binding,
+                    exchange.principal or "-",
+                )
+            )
+            return
         fields = {
             "remote": request.remote or "-",
             "http_method": request.method,
@@ -132,10 +150,19 @@ class AccessLogHandler(logging.Handler):
 
     def emit(self, record: logging.LogRecord) -> None:
         try:
-            self._lines.append(self._text(record) + "\n")
+            line = self._text(record)
         except Exception:  # noqa: BLE001 - logging's own contract: a bad record is reported, never raised
             self.handleError(record)
             return
+        self._append(line)
+
+    def write_line(self, message: str) -> None:
+        """A line of the access logger at INFO, without a ``LogRecord`` (see ``ExchangeLayer``)."""
+        now = time.time()
+        self._append(f"{self._stamp(now)},{int(now * 1000) % 1000:03d} INFO {ACCESS_LOGGER}: {message}")
+
+    def _append(self, line: str) -> None:
+        self._lines.append(line + "\n")
         if len(self._lines) >= self.max_lines:
             self.flush()
         elif self._flush_due is None:
@@ -149,11 +176,16 @@ class AccessLogHandler(logging.Handler):
     def _text(self, record: logging.LogRecord) -> str:
         if self.formatter is not None:
             return self.format(record)
-        second = int(record.created)
+        stamp = self._stamp(record.created)
+        return f"{stamp},{int(record.msecs):03d} {record.levelname} {record.name}: {record.getMessage()}"
+
+    def _stamp(self, created: float) -> str:
+        """``asctime`` without its milliseconds, formatted once a second."""
+        second = int(created)
         if second != self._second:
             self._second = second
             self._prefix = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(second))
-        return f"{self._prefix},{int(record.msecs):03d} {record.levelname} {record.name}: {record.getMessage()}"
+        return self._prefix
 
     def flush(self) -> None:
         if self._flush_due is not None:
