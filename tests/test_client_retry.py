@@ -314,6 +314,18 @@ async def test_the_overall_deadline_stops_retries(faulty: FaultyServer) -> None:
     assert elapsed < deadline + 2.0
 
 
+async def test_a_retry_cut_by_the_deadline_raises_the_failure_that_led_to_it(faulty: FaultyServer) -> None:
+    # The first attempt fails (503), the retry hangs until the overall deadline cuts it: the
+    # caller is told of the 503, not only that time ran out.
+    faulty.faults.script = ["status:503"]
+    faulty.faults.default = "hang"
+    async with _client(faulty.url, timeout=4.0, initial_backoff=0.05, deadline=0.5) as client:
+        with pytest.raises(HTTPStatusError) as info:
+            await asyncio.wait_for(client.send("hello"), 10)
+    assert info.value.status == 503
+    assert faulty.faults.count == 2
+
+
 async def test_retry_after_beyond_the_deadline_is_not_waited_for(faulty: FaultyServer) -> None:
     faulty.faults.default = "status:503:5"
     started = time.monotonic()

@@ -122,6 +122,10 @@ class RetryPolicy:
                     async with asyncio.timeout(left):
                         return await attempt_fn()
                 except TimeoutError as exc:
+                    if previous is not None:
+                        # A retry cut short by the deadline: as above, the failure that led to
+                        # it says more than "timed out" (whatever the machine's load).
+                        raise previous from exc
                     raise RequestTimeoutError(f"{what}: deadline of {self.deadline}s exceeded") from exc
             except Exception as exc:
                 delay = self._next_delay(exc, attempt, started)

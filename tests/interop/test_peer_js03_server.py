@@ -20,7 +20,7 @@ from our_env import run_cli
 
 from a2a import A2AClient, RetryPolicy
 from a2a import types as t
-from a2a.errors import A2AError, CardResolutionError
+from a2a.errors import A2AError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -96,11 +96,13 @@ async def test_subscribe(client: A2AClient) -> None:
     assert events[-1].status.state is t.TaskState.COMPLETED
 
 
-async def test_rest_03_is_refused_by_name(js03_server_url: str) -> None:
-    """Our client speaks 0.3 over JSON-RPC only: asking for 0.3 HTTP+JSON names what is offered."""
+async def test_our_client_speaks_0_3_rest_to_it(js03_server_url: str) -> None:
+    """Asked for HTTP+JSON, our client speaks 0.3's REST binding to it (``RestV03Transport``)."""
     async with A2AClient(js03_server_url, binding="HTTP+JSON", retry=RetryPolicy.none(), timeout=10) as c:
-        with pytest.raises(CardResolutionError, match=r"offered: JSONRPC 0\.3, HTTP\+JSON 0\.3"):
-            await c.send("hello")
+        reply = await c.send("hello")
+        assert isinstance(reply, t.Message) and [p.text for p in reply.parts] == ["hello"]
+        assert c.interface is not None
+        assert (c.interface.protocol_binding, c.interface.protocol_version) == ("HTTP+JSON", "0.3")
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
