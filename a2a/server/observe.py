@@ -85,9 +85,10 @@ class Observer:
         started = time.perf_counter()
         outcome = "ok"
         try:
-            if self.tracing is None:
-                return await handler(params, ctx)
-            with self.tracing.span(method, "server", self._attributes(binding, ctx), ctx.traceparent, ctx.tracestate):
+            tracing = self.tracing
+            if tracing is None or (ctx.traceparent is None and not tracing.recording()):
+                return await handler(params, ctx)  # no span to make, no caller's context to carry
+            with tracing.span(method, "server", self._attributes(binding, ctx), ctx.traceparent, ctx.tracestate):
                 return await handler(params, ctx)
         except BaseException as exc:
             outcome = _outcome(exc)

@@ -281,3 +281,61 @@ def test_an_envelope_trace_context_that_is_no_string_is_ignored() -> None:
     assert call.traceparent is None and call.params.id == "x"
     plain = decode_call(b'{"jsonrpc":"2.0","id":1,"method":"GetTask","params":{"id":"x"}}')
     assert plain.traceparent is None and plain.tracestate is None
+
+
+class _NoSpans:
+    """A tracer that fails the test if a span is started."""
+
+    def start_span(self, *args: object, **kwargs: object) -> None:
+        raise AssertionError("a span was started although no SDK records it")
+
+
+_CALLER = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
+
+
+def _without_sdk(monkeypatch: pytest.MonkeyPatch) -> telemetry.Tracing:
+    """A ``Tracing`` in a process where no SDK provider is set (the API's proxy answers)."""
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    tracing = telemetry.Tracing()
+    tracing.tracer = _NoSpans()  # type: ignore[assignment]
+    return tracing
+
+
+def test_without_an_sdk_no_span_is_made_and_the_callers_context_is_carried(monkeypatch: pytest.MonkeyPatch) -> None:
+    """With only the API installed a span records nothing: none is made (it cost a fifth of a
+    SendMessage), yet calls made while serving still pass the caller's trace context on."""
+    tracing = _without_sdk(monkeypatch)
+    assert not tracing.recording()
+    with tracing.span("SendMessage", "server", {}):
+        assert tracing.carrier() == {}
+    with tracing.span("SendMessage", "server", {}, _CALLER):
+        assert tracing.carrier()["traceparent"].split("-")[1] == _CALLER.split("-")[1]
+    assert tracing.carrier() == {}  # detached after the block
+
+
+async def test_without_an_sdk_a_stream_carries_the_callers_context_only(monkeypatch: pytest.MonkeyPatch) -> None:
+    tracing = _without_sdk(monkeypatch)
+    closed: list[bool] = []
+
+    async def items() -> AsyncIterator[dict[str, str]]:
+        try:
+            for _ in range(2):
+                yield tracing.carrier()
+        finally:
+            closed.append(True)
+
+    plain = items()
+    assert tracing.stream("SubscribeToTask", "server", {}, plain) is plain  # nothing to carry: untouched
+    seen = [carrier async for carrier in tracing.stream("SubscribeToTask", "server", {}, items(), _CALLER)]
+    assert [carrier["traceparent"].split("-")[1] for carrier in seen] == [_CALLER.split("-")[1]] * 2
+    assert closed == [True]
+    assert tracing.carrier() == {}
+
+
+def test_an_sdk_provider_set_later_is_recorded(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: trace.ProxyTracerProvider())
+    tracing = telemetry.Tracing()
+    assert not tracing.recording()
+    monkeypatch.setattr(trace, "get_tracer_provider", lambda: TracerProvider())
+    tracing._asked_at -= 1.0  # a second later
+    assert tracing.recording()
