@@ -79,8 +79,24 @@ class Observer:
             attributes["enduser.id"] = ctx.principal
         return attributes
 
-    async def call(self, method: str, ctx: Any, handler: Callable[[Any, Any], Awaitable[Any]], params: Any) -> Any:
+    def _noting_only(self, ctx: Any) -> bool:
+        """Whether all there is to do is noting the operation for the access log: no metrics, and
+        no span to make nor caller's trace context to carry. The operation is then not wrapped
+        (a frame that every resumption of the request would pass through, and every event of
+        a stream)."""
+        tracing = self.tracing
+        return self.metrics is None and (tracing is None or (ctx.traceparent is None and not tracing.recording()))
+
+    def call(self, method: str, ctx: Any, handler: Callable[[Any, Any], Awaitable[Any]], params: Any) -> Awaitable[Any]:
         """``handler(params, ctx)``, observed."""
+        if self._noting_only(ctx):
+            self._exchange(method, ctx)
+            return handler(params, ctx)
+        return self._observed_call(method, ctx, handler, params)
+
+    async def _observed_call(
+        self, method: str, ctx: Any, handler: Callable[[Any, Any], Awaitable[Any]], params: Any
+    ) -> Any:
         binding = self._exchange(method, ctx)
         started = time.perf_counter()
         outcome = "ok"
@@ -99,7 +115,7 @@ class Observer:
                 self.metrics.requests.inc((method, binding, outcome))
                 self.metrics.duration.observe(labels, time.perf_counter() - started)
 
-    async def stream(self, method: str, ctx: Any, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
+    def stream(self, method: str, ctx: Any, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
         """``events``, observed: one span and one duration for the whole stream."""
         binding = self._exchange(method, ctx)
         if self.tracing is not None:
@@ -107,12 +123,12 @@ class Observer:
             events = self.tracing.stream(method, "server", attributes, events, ctx.traceparent, ctx.tracestate)
         metrics = self.metrics
         if metrics is None:
-            try:
-                async for logged in events:
-                    yield logged
-            finally:
-                await events.aclose()  # type: ignore[attr-defined]
-            return
+            return events
+        return self._measured_stream(method, binding, metrics, events)
+
+    async def _measured_stream(
+        self, method: str, binding: str, metrics: Metrics, events: AsyncIterator[LoggedEvent]
+    ) -> AsyncIterator[LoggedEvent]:
         started = time.perf_counter()
         outcome = "ok"
         metrics.streams.add((binding,), 1)
