@@ -19,7 +19,8 @@ from a2a import Agent, RequestContext
 from a2a.types import Part
 from agents import code
 from supervisor import RunResult, Supervisor
-from supervisor.config import SupervisorSettings
+from supervisor.config import FileUrlsConfig, SupervisorSettings
+from supervisor.file_urls import UrlFetcher
 from supervisor.workspace import FETCH_NOTE, FETCHED_FROM, listing
 from tests.fakes import FakeOpenAI, ToolCalls, call
 from tests.supervisor.agents import WAIT
@@ -44,6 +45,10 @@ async def server() -> AsyncIterator[FileServer]:
 
     async def handle(request: web.Request) -> web.Response:
         served.hits[request.path] += 1
+        if request.path == "/slow.txt":
+            await asyncio.sleep(2.0)  # far past the 0.3 s the test allows
+        if request.path == "/moved.txt":  # to the same server by its address, not its name
+            raise web.HTTPFound(f"http://127.0.0.1:{request.url.port}/primes.py")
         if request.path not in bodies:
             return web.Response(status=404)
         return web.Response(body=bodies[request.path], content_type="application/octet-stream")
@@ -204,3 +209,39 @@ def test_the_listing_is_bounded_and_never_shows_content() -> None:
     assert len(lines) == 21 and lines[0].startswith("- f29.txt (application/octet-stream, 203 bytes; from item c29)")
     assert lines[-1] == "(10 older file(s) not listed; they can still be named)"
     assert "secret" not in text
+
+
+# ---- the fetcher alone: every failure is a note, none is raised, none hangs ----------------------
+
+
+async def fetch_one(url: str, **config: Any) -> dict[str, Any]:
+    fetcher = UrlFetcher.from_config(FileUrlsConfig.model_validate(config))
+    assert fetcher is not None
+    artifacts = [{"artifactId": "a", "parts": [{"url": url, "filename": "f.txt"}, {"text": "kept"}]}]
+    fetched = await asyncio.wait_for(fetcher.inline(artifacts), WAIT)
+    assert fetched[0]["parts"][1] == {"text": "kept"}
+    part: dict[str, Any] = fetched[0]["parts"][0]
+    return part
+
+
+async def test_a_url_that_does_not_answer_in_time_is_noted(server: FileServer) -> None:
+    part = await fetch_one(f"{server.url}/slow.txt", allow=["127.0.0.1/32"], timeout=0.3)
+    assert part["metadata"][FETCH_NOTE] == (
+        f"{server.url}/slow.txt did not answer in full within supervisor.file_urls.timeout (0.3s)"
+    )
+
+
+async def test_an_http_error_is_noted(server: FileServer) -> None:
+    part = await fetch_one(f"{server.url}/missing.txt", allow=["127.0.0.1/32"])
+    assert part["metadata"][FETCH_NOTE] == f"{server.url}/missing.txt answered HTTP 404 Not Found"
+
+
+async def test_a_redirect_is_checked_again(server: FileServer) -> None:
+    # "localhost" is admitted by its name; the redirect to 127.0.0.1 is not.
+    url = f"{server.url.replace('127.0.0.1', 'localhost')}/moved.txt"
+    part = await fetch_one(url, allow=["localhost"])
+    assert server.hits["/moved.txt"] == 1 and server.hits["/primes.py"] == 0
+    assert "refusing outbound request to 127.0.0.1 (redirected from" in part["metadata"][FETCH_NOTE]
+    followed = await fetch_one(url, allow=["localhost", "127.0.0.1/32"])
+    assert base64.b64decode(followed["raw"]) == SCRIPT.encode()
+    assert followed["mediaType"] == "application/octet-stream"  # the server's type, none was given
