@@ -33,6 +33,7 @@ from typing import Any, NamedTuple
 
 import msgspec
 
+from a2a.metadata import FETCH_NOTE_KEY, FETCHED_FROM_KEY
 from a2a.types import Part
 
 from .state import Item, SupervisorState
@@ -54,9 +55,9 @@ __all__ = [
 #: In an item's ``inputs``: ``FILE_SOURCE + path`` is the content of that file of the run.
 FILE_SOURCE = "@file:"
 #: In a file part's metadata: the URL its inline bytes were fetched from (``supervisor.file_urls``).
-FETCHED_FROM = "a2a-net/fetchedFrom"
+FETCHED_FROM = FETCHED_FROM_KEY
 #: In a ``url`` file part's metadata: why the supervisor did not fetch it.
-FETCH_NOTE = "a2a-net/fetchNote"
+FETCH_NOTE = FETCH_NOTE_KEY
 #: The most files the model's prompt lists (the newest); the rest are counted.
 LISTING_MAX = 20
 
