@@ -297,7 +297,7 @@ class FileUrlsConfig(_Model):
     later delegations get the bytes inline (``supervisor.file_urls``)."""
 
     fetch: bool = True
-    #: The largest file fetched; a bigger one stays a URL, with a note.
+    #: The most bytes fetched for the files of one delegation together; a file past it stays a URL, with a note.
     max_bytes: int = Field(1024 * 1024, ge=1)
     #: Seconds for all the fetches of one delegation's files together.
     timeout: float = Field(20.0, gt=0)

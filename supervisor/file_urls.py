@@ -10,7 +10,8 @@ artifacts is fetched once (``supervisor.file_urls``) and replaced by the same fi
 The request is the project's guarded one: ``a2a.ssrf.GuardedClient`` (public addresses only,
 unless ``file_urls.allow`` admits a network or a host, as ``--push-allow`` does for webhooks;
 redirects followed by hand, each hop checked), the body read by ``a2a.transport.body.read_body``
-within ``file_urls.max_bytes``, and all of one delegation's fetches within ``file_urls.timeout``.
+within ``file_urls.max_bytes`` (for all of one delegation's files together: what a checkpoint
+keeps stays bounded), and all of one delegation's fetches within ``file_urls.timeout``.
 A fetch that is refused or fails never fails the delegation nor the run: the part stays a
 ``url`` part and its metadata says why (``FETCH_NOTE``), which the model's listing of the run's
 files and the text of a later delegation that is sent it repeat.
@@ -46,6 +47,14 @@ class _NotFetched(Exception):
     """Why one file was not fetched (the note kept with its part)."""
 
 
+@dataclass(slots=True)
+class _Budget:
+    """What is left for the files of one delegation."""
+
+    deadline: float
+    room: int
+
+
 @dataclass(frozen=True, slots=True)
 class UrlFetcher:
     """Fetches the ``url`` file parts of a finished delegation's artifacts (see the module)."""
@@ -68,27 +77,31 @@ class UrlFetcher:
 
     async def inline(self, artifacts: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The artifacts with each file given by URL inline, or noted with why it is not."""
-        deadline = time.monotonic() + self.timeout
+        budget = _Budget(time.monotonic() + self.timeout, self.max_bytes)
         async with GuardedClient(self.policy, timeout=self.timeout, headers=_HEADERS) as client:
             result = []
             for artifact in artifacts:
                 parts = []
                 for part in artifact.get("parts") or []:
                     if _to_fetch(part):
-                        part = await self._one(client, part, deadline)
+                        part = await self._one(client, part, budget)
                     parts.append(part)
                 result.append({**artifact, "parts": parts})
         return result
 
-    async def _one(self, client: GuardedClient, part: dict[str, Any], deadline: float) -> dict[str, Any]:
+    async def _one(self, client: GuardedClient, part: dict[str, Any], budget: _Budget) -> dict[str, Any]:
         url = str(part["url"])
-        left = deadline - time.monotonic()
+        left = budget.deadline - time.monotonic()
         try:
             if left <= 0:
                 raise _NotFetched(f"no time left within supervisor.file_urls.timeout ({self.timeout:g}s)")
+            if budget.room <= 0:
+                raise _NotFetched(
+                    f"this delegation's other files used all of supervisor.file_urls.max_bytes ({self.max_bytes} bytes)"
+                )
             try:
                 async with asyncio.timeout(left):
-                    body, content_type = await self._fetch(client, url)
+                    body, content_type = await self._fetch(client, url, budget.room)
             except TimeoutError:
                 raise _NotFetched(
                     f"{url} did not answer in full within supervisor.file_urls.timeout ({self.timeout:g}s)"
@@ -96,6 +109,7 @@ class UrlFetcher:
         except _NotFetched as exc:
             log.info("file %s not fetched: %s", part.get("filename"), exc)
             return {**part, "metadata": {**(part.get("metadata") or {}), FETCH_NOTE: str(exc)}}
+        budget.room -= len(body)
         media_type = (
             part.get("mediaType")
             or content_type
@@ -111,12 +125,15 @@ class UrlFetcher:
             "metadata": {**metadata, FETCHED_FROM: url},
         }
 
-    async def _fetch(self, client: GuardedClient, url: str) -> tuple[bytes, str | None]:
+    async def _fetch(self, client: GuardedClient, url: str, limit: int) -> tuple[bytes, str | None]:
         try:
             async with stream_following_redirects(client, url) as response:
                 if response.status_code >= 400:
                     raise _NotFetched(f"{response.url} answered HTTP {response.status_code} {response.reason_phrase}")
-                body = await read_body(response, self.max_bytes, setting="supervisor.file_urls.max_bytes")
+                setting = "supervisor.file_urls.max_bytes" + (
+                    "" if limit == self.max_bytes else f" {self.max_bytes}, less this delegation's other files"
+                )
+                body = await read_body(response, limit, setting=setting)
                 content_type = response.headers.get("content-type", "").split(";")[0].strip() or None
                 return body, content_type
         except ForbiddenTargetError as exc:

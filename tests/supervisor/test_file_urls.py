@@ -245,3 +245,17 @@ async def test_a_redirect_is_checked_again(server: FileServer) -> None:
     followed = await fetch_one(url, allow=["localhost", "127.0.0.1/32"])
     assert base64.b64decode(followed["raw"]) == SCRIPT.encode()
     assert followed["mediaType"] == "application/octet-stream"  # the server's type, none was given
+
+
+async def test_the_bound_is_for_all_of_one_delegations_files(server: FileServer) -> None:
+    fetcher = UrlFetcher.from_config(FileUrlsConfig(allow=["127.0.0.1/32"], max_bytes=100))
+    assert fetcher is not None
+    url = f"{server.url}/primes.py"
+    artifacts = [{"artifactId": "a", "parts": [{"url": url, "filename": "one.py"}, {"url": url, "filename": "two.py"}]}]
+    one, two = (await asyncio.wait_for(fetcher.inline(artifacts), WAIT))[0]["parts"]
+    assert base64.b64decode(one["raw"]) == SCRIPT.encode()
+    left = 100 - len(SCRIPT)
+    assert two["url"] == url and two["metadata"][FETCH_NOTE] == (
+        f"{url} announced a body of {len(SCRIPT)} bytes, over this client's limit of {left} bytes "
+        "(supervisor.file_urls.max_bytes 100, less this delegation's other files)"
+    )
