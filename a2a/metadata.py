@@ -6,7 +6,16 @@ the supervisor agree on. They are namespaced so they never clash with anyone els
 
 from __future__ import annotations
 
-__all__ = ["DEPTH_KEY", "OWNER_SKILL_KEY", "SKILL_KEY", "TOOLS_KEY", "USAGE_KEY", "usage_entry"]
+__all__ = [
+    "DEPTH_KEY",
+    "FETCHED_FROM_KEY",
+    "FETCH_NOTE_KEY",
+    "OWNER_SKILL_KEY",
+    "SKILL_KEY",
+    "TOOLS_KEY",
+    "USAGE_KEY",
+    "usage_entry",
+]
 
 #: Message metadata: the id of the skill to run (when an agent has several).
 SKILL_KEY = "skillId"
@@ -20,6 +29,11 @@ DEPTH_KEY = "a2a-net/depth"
 #: Message metadata: the tools (or tool sets) the agent may use for this request, a list of names;
 #: an agent that honours it says so in its card (the built-in assistant does).
 TOOLS_KEY = "a2a-net/tools"
+#: File part metadata: the URL an agent returned the file by, which the supervisor fetched (the
+#: part now carries the bytes).
+FETCHED_FROM_KEY = "a2a-net/fetchedFrom"
+#: File part metadata, on a part still given by ``url``: why the supervisor did not fetch it.
+FETCH_NOTE_KEY = "a2a-net/fetchNote"
 
 
 def usage_entry(

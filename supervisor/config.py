@@ -22,6 +22,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from a2a.ssrf import OutboundPolicy
+
 from .strategy import DEFAULT_STRATEGY, strategy_named
 
 __all__ = [
@@ -34,6 +36,7 @@ __all__ = [
     "ConfigError",
     "ConfigIssue",
     "ContextConfig",
+    "FileUrlsConfig",
     "ModelConfig",
     "RetryConfig",
     "RetryOverride",
@@ -289,6 +292,25 @@ class ContextConfig(_Model):
     on_overflow: Literal["compress", "fail"] = "compress"
 
 
+class FileUrlsConfig(_Model):
+    """Files an agent returned by ``url``: fetched by the supervisor when the delegation ends, so
+    later delegations get the bytes inline (``supervisor.file_urls``)."""
+
+    fetch: bool = True
+    #: The most bytes fetched for the files of one delegation together; a file past it stays a URL, with a note.
+    max_bytes: int = Field(1024 * 1024, ge=1)
+    #: Seconds for all the fetches of one delegation's files together.
+    timeout: float = Field(20.0, gt=0)
+    #: CIDRs, addresses and host names admitted besides public addresses (as ``--push-allow``).
+    allow: list[str] = Field(default_factory=list)
+
+    @field_validator("allow")
+    @classmethod
+    def _valid_allow_list(cls, value: list[str]) -> list[str]:
+        OutboundPolicy.from_allow_list(value)  # ValueError naming the entry that is no network nor name
+        return value
+
+
 class CheckpointConfig(_Model):
     """Where runs are checkpointed (so that ``--resume RUN_ID`` can continue them)."""
 
@@ -332,6 +354,7 @@ class SupervisorSettings(_Model):
     #: The most bytes of files (produced by the items a delegation depends on) sent inline as parts
     #: of its message; a file past it is left out and named in the text (``supervisor.workspace``).
     attachments_bytes: int = Field(1024 * 1024, ge=0)
+    file_urls: FileUrlsConfig = Field(default_factory=FileUrlsConfig)
     #: Characters of one agent card in the model's prompt: a structural summary (name,
     #: description, skills with ids, descriptions and examples) shrunk to fit, never cut mid-JSON.
     card_chars: int = Field(2000, ge=200)

@@ -65,6 +65,7 @@ from a2a.types import (
 
 from . import events as ev
 from .delegation_record import Delegation
+from .file_urls import UrlFetcher
 from .hooks import DelegationRequest, DelegationResult, Vetoed
 from .registry import AgentEntry, Registry
 
@@ -264,6 +265,8 @@ class Delegator:
         #: The last event id of each delegation whose stream the client could not resume.
         self._resume_after: dict[str, str | None] = {}
         self.canceling = False
+        #: Fetches the files agents return by URL (``supervisor.file_urls``); ``None``: off.
+        self.fetcher = UrlFetcher.from_config(registry.config.supervisor.file_urls)
 
     # ---- the pool ----------------------------------------------------------------------
 
@@ -528,8 +531,18 @@ class Delegator:
         except A2AError as exc:
             self._finish(record, "error", f"{type(exc).__name__}: {exc}")
         else:
-            self._finish_from_state(record)
+            try:
+                await self._fetch_files(record)
+            finally:  # even when the run is canceled meanwhile: the remote task did end
+                self._finish_from_state(record)
         return outcome_of(record)
+
+    async def _fetch_files(self, record: Delegation) -> None:
+        """The files a completed delegation returned by URL, fetched and kept inline (``supervisor.file_urls``)."""
+        if self.fetcher is None or record.state != "completed" or not UrlFetcher.wanted(record.artifacts):
+            return
+        # Never raises for a file: one not fetched stays a URL, with a note saying why.
+        record.artifacts = await self.fetcher.inline(record.artifacts)
 
     async def _follow(self, entry: AgentEntry, record: Delegation, send: _Send, original: Message) -> None:
         """Send (or follow again), retried by the agent's policy, until the task ends or needs something."""

@@ -97,6 +97,12 @@ class Delegate(BaseModel):
     skill: str | None = Field(None, description="the id of the agent's skill to use, if you know it")
     arguments: dict[str, Any] | None = Field(None, description="structured input, for skills that take it")
     tools: list[str] | None = Field(None, description=TOOLS_HELP)
+    files: list[str] | None = Field(
+        None,
+        description="names of files of this run (listed under 'Files of this run') to send with the task as file "
+        "parts, e.g. ['primes.py'] for an agent that runs or saves it; leave out to send the files the task or "
+        "arguments name; [] for none",
+    )
 
 
 class Reflect(BaseModel):

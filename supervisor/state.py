@@ -75,6 +75,8 @@ class Item(TypedDict):
     approved: NotRequired[bool]
     #: The agent's tools for this delegation (``a2a-net/tools``), when the plan or the model chose them.
     tools: NotRequired[list[str]]
+    #: Files of the run to send with it, by name (the model's ``delegate`` ``files``; ``supervisor.workspace``).
+    files: NotRequired[list[str]]
 
 
 class Usage(TypedDict):
@@ -204,6 +206,7 @@ def new_item(
     tool_call_id: str | None = None,
     inputs: dict[str, list[str]] | None = None,
     tools: list[str] | None = None,
+    files: list[str] | None = None,
 ) -> Item:
     item = Item(
         id=item_id,
@@ -227,4 +230,6 @@ def new_item(
         item["inputs"] = {name: list(ids) for name, ids in inputs.items()}
     if tools is not None:
         item["tools"] = list(tools)
+    if files is not None:
+        item["files"] = list(files)
     return item

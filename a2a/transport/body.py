@@ -96,14 +96,15 @@ async def decoded_chunks(response: httpx.Response) -> AsyncIterator[bytes]:
         yield tail
 
 
-async def read_body(response: httpx.Response, limit: int) -> bytes:
-    """The whole body, decoded; ``InvalidResponseError`` naming the URL and the limit as soon as
-    it is over ``limit`` bytes (at once when ``Content-Length`` says so)."""
+async def read_body(response: httpx.Response, limit: int, *, setting: str = "max_response_bytes") -> bytes:
+    """The whole body, decoded; ``InvalidResponseError`` naming the URL and the limit (and the
+    ``setting`` that sets it) as soon as it is over ``limit`` bytes (at once when
+    ``Content-Length`` says so)."""
     declared = response.headers.get("content-length", "")
     if declared.isdigit() and int(declared) > limit:
         raise InvalidResponseError(
             f"{response.request.url} announced a body of {int(declared)} bytes, over this client's limit of "
-            f"{limit} bytes (max_response_bytes)"
+            f"{limit} bytes ({setting})"
         )
     chunks: list[bytes] = []
     size = 0
@@ -111,7 +112,7 @@ async def read_body(response: httpx.Response, limit: int) -> bytes:
         size += len(chunk)
         if size > limit:
             raise InvalidResponseError(
-                f"{response.request.url} sent a body over this client's limit of {limit} bytes (max_response_bytes)"
+                f"{response.request.url} sent a body over this client's limit of {limit} bytes ({setting})"
             )
         chunks.append(chunk)
     return b"".join(chunks)

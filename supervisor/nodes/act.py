@@ -14,6 +14,7 @@ from ..model import Delegate, Finish, Reflect, RetrieveAgents, UpdateTodo
 from ..quoting import quote_json
 from ..runtime import RunContext, context_of
 from ..state import FINAL_ITEM_STATES, Item, SupervisorState, new_item
+from ..workspace import run_files
 from .delegate import ready
 from .todo import Update, entries_to_items, items_of, plan_event
 
@@ -29,7 +30,7 @@ async def act(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
     for tool_call in last.tool_calls:
         call: dict[str, Any] = dict(tool_call)
         try:
-            answer = _act_one(rt, call, items, update)
+            answer = _act_one(rt, state, call, items, update)
         except ValidationError as exc:
             answer = f"invalid arguments for {call['name']}: {exc}"
         if answer is not None:
@@ -45,7 +46,9 @@ async def after_act(state: SupervisorState, runtime: Runtime[RunContext]) -> str
     return "converse"
 
 
-def _act_one(rt: RunContext, call: dict[str, Any], items: dict[str, Item], update: Update) -> str | None:
+def _act_one(
+    rt: RunContext, state: SupervisorState, call: dict[str, Any], items: dict[str, Item], update: Update
+) -> str | None:
     """One tool call; returns the tool's answer, or ``None`` when a delegation will answer later."""
     name = call["name"]
     if name == "update_todo":
@@ -58,7 +61,7 @@ def _act_one(rt: RunContext, call: dict[str, Any], items: dict[str, Item], updat
     if name == "retrieve_agents":
         return _act_retrieve(rt, call)
     if name in ("delegate", "reflect"):
-        result = (_act_delegate if name == "delegate" else _act_reflect)(rt, call, items)
+        result = _act_delegate(rt, state, call, items) if name == "delegate" else _act_reflect(rt, call, items)
         if isinstance(result, str):
             return result
         items[result["id"]] = update["items"][result["id"]] = result
@@ -71,11 +74,18 @@ def _act_one(rt: RunContext, call: dict[str, Any], items: dict[str, Item], updat
     return f"unknown tool {name!r}"
 
 
-def _act_delegate(rt: RunContext, call: dict[str, Any], items: dict[str, Item]) -> str | Item:
+def _act_delegate(rt: RunContext, state: SupervisorState, call: dict[str, Any], items: dict[str, Item]) -> str | Item:
     args = Delegate.model_validate(call["args"])
     if rt.registry.get(args.agent) is None:
         known = ", ".join(e.name for e in rt.registry.available())
         return f"there is no agent named {args.agent!r}; available agents: {known}"
+    if args.files:
+        made = run_files(state, items)
+        missing = [name for name in args.files if name not in made]
+        if missing:
+            return (
+                f"no file named {', '.join(map(repr, missing))} in this run; its files: {', '.join(made) or 'none yet'}"
+            )
     existing = items.get(args.item_id or "")
     # A pending item is taken over by this call only if no other call of the model already
     # claimed it: a second ``delegate`` for the same item (in this turn or while the first is
@@ -91,6 +101,7 @@ def _act_delegate(rt: RunContext, call: dict[str, Any], items: dict[str, Item]) 
         arguments=args.arguments,
         tool_call_id=call["id"],
         tools=args.tools,
+        files=args.files,
     )
 
 

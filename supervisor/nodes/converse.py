@@ -12,6 +12,7 @@ from ..model import CONVERSE_SYSTEM, TOOLS, system_prompt
 from ..quoting import quote
 from ..runtime import RunCanceled, RunContext, budget_exhausted, context_of
 from ..state import FINAL_ITEM_STATES, Item, SupervisorState
+from ..workspace import listing, run_files
 from .prompting import catalog, earlier_turns
 from .todo import Update, items_of
 
@@ -33,6 +34,7 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     system = SystemMessage(
         system_prompt(CONVERSE_SYSTEM) + "\n\nAgents (the best matches for the objective; "
         f"retrieve_agents finds others):\n{catalog(rt, state['objective'])}{earlier_turns(rt, state)}"
+        f"{_files_of_run(rt, state)}"
     )
     try:
         shown = compact_messages(history, budget=rt.settings.messages_tokens, count=rt.token_counter)
@@ -44,6 +46,16 @@ async def converse(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     if not response.tool_calls:
         update["final"] = response.text if hasattr(response, "text") else str(response.content)
     return update
+
+
+def _files_of_run(rt: RunContext, state: SupervisorState) -> str:
+    """The run's files so far (names, types, sizes; never their content), for delegate's ``files``.
+    Their names come from agents: quoted as data like any peer text."""
+    files = run_files(state, items_of(state))
+    if not files:
+        return ""
+    text = quote(listing(files), source="workspace", kind="files of this run", limit=rt.settings.peer_text_chars)
+    return f"\n\nFiles of this run (newest first; name them in delegate's files to send them with a task):\n{text}"
 
 
 async def after_converse(state: SupervisorState) -> str:

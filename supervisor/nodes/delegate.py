@@ -23,7 +23,7 @@ from ..offline import PREVIOUS_TURN
 from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
-from ..workspace import FILE_SOURCE, attachments, produced_files, workspace_file
+from ..workspace import FILE_SOURCE, Attachments, attachments, named_in, produced_files, run_files, workspace_file
 from .reflect import judge_by_rules
 from .todo import Update, item_event, items_of, note_result
 
@@ -158,13 +158,16 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
     resume = record if record is not None and record.active else None
     arguments = record.arguments if record else _arguments(state, item, items)
     contexts = dict(state.get("contexts") or {})
-    # The files of the items it depends on, as parts (found again from the state after a restart).
-    parts, left_out = _files_for(rt, state, item, items, agent, skill)
-    if left_out and record is None:
-        text += f"\n\n(Files not attached, over supervisor.attachments_bytes: {', '.join(left_out)}.)"
+    # The files of the items it depends on, and those it names, as parts (found again from the
+    # state after a restart).
+    files = _files_for(rt, state, item, items, agent, skill)
+    if files.left_out and record is None:
+        text += f"\n\n(Files not attached, over supervisor.attachments_bytes: {', '.join(files.left_out)}.)"
+    if files.by_url and record is None:
+        text += f"\n\n(Files sent by URL only, the supervisor could not fetch them: {'; '.join(files.by_url)}.)"
     job = Job(item["id"], item["description"], agent, skill, text, arguments, dispatch, resume, contexts)
     tools = record.tools if record else _tools(rt, item, agent)
-    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved")), tools=tools, parts=parts))
+    rt.delegator.start(dataclasses.replace(job, approved=bool(item.get("approved")), tools=tools, parts=files.parts))
     started: Item = {**item, "status": "running", "agent": agent, "skill": skill, "dispatches": dispatch}
     if not resumed:
         item_event(rt, started)
@@ -173,14 +176,19 @@ def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, 
 
 def _files_for(
     rt: RunContext, state: SupervisorState, item: Item, items: dict[str, Item], agent: str, skill: str | None
-) -> tuple[list[Any], list[str]]:
-    if not item["depends_on"]:
-        return [], []
+) -> Attachments:
+    """The files of the items it depends on; and the run's files it names: those the model listed
+    in ``delegate``'s ``files``, else (a model's delegation) those its task or arguments name."""
+    named = item.get("files")
+    if named is None and item["tool_call_id"]:
+        named = named_in(run_files(state, items), item["instruction"], item["arguments"])
+    if not item["depends_on"] and not named:
+        return Attachments([], [], [])
     entry = rt.registry.get(agent)
     info = entry.skill(skill) if entry is not None else None
     if info is None:
-        return [], []
-    return attachments(state, item, items, info.input_modes, rt.settings.attachments_bytes)
+        return Attachments([], [], [])
+    return attachments(state, item, items, info.input_modes, rt.settings.attachments_bytes, named or ())
 
 
 def _tools(rt: RunContext, item: Item, agent: str) -> list[str] | None:
