@@ -79,8 +79,9 @@ def test_adk_remote_agent_multi_turn(adk: AdkRelease, our_server_url: str) -> No
     assert texts_of(lines, 2)[-1] == "second"
 
 
-def test_adk_remote_agent_input_required_round_trip(adk: AdkRelease, our_greeter_url: str) -> None:
-    lines = adk.run_remote_agent(our_greeter_url, "input_required")
+@pytest.mark.parametrize("streaming", [True, False], ids=["streaming", "blocking"])
+def test_adk_remote_agent_input_required_round_trip(adk: AdkRelease, our_greeter_url: str, streaming: bool) -> None:
+    lines = adk.run_remote_agent(our_greeter_url, "input_required", streaming=streaming)
     calls = [call["name"] for line in lines if line["turn"] == 1 for call in line["calls"]]
     assert calls == ["mock_function_call_for_required_user_input"]  # ADK's form of INPUT_REQUIRED
     assert "Hello, Ada!" in texts_of(lines, 2)
@@ -201,24 +202,30 @@ def test_cli_card_send_stream(adk: AdkRelease, adk_server_url: str, adk_streamin
         assert "Streaming is not supported by the agent" in refused.stderr, refused.stderr
 
 
-def test_supervisor_delegates_to_the_adk_agent(adk_server_url: str, tmp_path: Path) -> None:
-    proc = run_cli(
-        "supervise",
-        "--agent",
-        adk_server_url,
-        "--offline",
-        "--batch",
-        "--json",
-        "--checkpoint",
-        str(tmp_path / "checkpoint.db"),
-        "echo hello from the supervisor",
-        timeout=60,
-    )
-    assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
-    events = [json.loads(line) for line in proc.stdout.splitlines()]
-    (status,) = [e for e in events if e["event"] == "agent_status"]
-    assert (status["agent"], status["status"]) == ("echo", "up")
-    (finished,) = [e for e in events if e["event"] == "delegation_finished"]
-    assert (finished["agent"], finished["state"]) == ("echo", "completed")
-    assert events[-1]["status"] == "completed"
-    assert "echo: echo hello from the supervisor" in events[-1]["final"]
+def test_supervisor_delegates_to_the_adk_agent(adk_server_url: str, adk_streaming_url: str, tmp_path: Path) -> None:
+    """Through ADK's own card and through one declaring streaming (the same agent on ADK 2.x):
+    the supervisor streams where the card says it may (progress events), sends elsewhere."""
+    for url in dict.fromkeys([adk_server_url, adk_streaming_url]):
+        proc = run_cli(
+            "supervise",
+            "--agent",
+            url,
+            "--offline",
+            "--batch",
+            "--json",
+            "--checkpoint",
+            str(tmp_path / f"checkpoint-{url.rsplit(':', 1)[-1]}.db"),
+            "echo hello from the supervisor",
+            timeout=60,
+        )
+        assert proc.returncode == 0, f"{proc.stdout}\n{proc.stderr}"
+        events = [json.loads(line) for line in proc.stdout.splitlines()]
+        (status,) = [e for e in events if e["event"] == "agent_status"]
+        assert (status["agent"], status["status"]) == ("echo", "up")
+        (finished,) = [e for e in events if e["event"] == "delegation_finished"]
+        assert (finished["agent"], finished["state"]) == ("echo", "completed")
+        assert events[-1]["status"] == "completed"
+        assert "echo: echo hello from the supervisor" in events[-1]["final"]
+        if url == adk_streaming_url:
+            progress = [e["state"] for e in events if e["event"] == "delegation_progress"]
+            assert "working" in progress and progress[-1] == "completed", progress
