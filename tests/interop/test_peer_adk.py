@@ -23,7 +23,10 @@ ADK 1.x's own limits, asserted as the clear errors our side reports:
   chunk arrives and when it is whole (``lastChunk``), never as partial events.
 - A cancel or a subscribe after the task ended is refused by both releases with the A2A error
   (TaskNotCancelable; a2a-sdk 0.3 answers the subscribe with InvalidParams, 1.x with
-  UnsupportedOperation). ADK's agents answer at once, so no running task is cancelled here.
+  UnsupportedOperation).
+- ADK 1.x cannot cancel a running task: its server answers -32603 "Cancellation is not
+  supported" (raised as ``InternalError`` with those words) and the task runs on. ADK 2.x
+  cancels it.
 """
 
 from __future__ import annotations
@@ -129,6 +132,24 @@ async def test_send_get_list_cancel(adk: AdkRelease, client: A2AClient) -> None:
             await client.list_tasks(context_id=task.context_id)
     with pytest.raises(TaskNotCancelableError):  # it ended before the reply
         await client.cancel_task(task.id)
+
+
+async def test_cancel_a_running_task(adk: AdkRelease, client: A2AClient) -> None:
+    task = await client.send("hold:20", return_immediately=True)
+    assert isinstance(task, t.Task)
+    async with asyncio.timeout(DEADLINE):
+        while (await client.get_task(task.id)).status.state is not t.TaskState.WORKING:  # noqa: ASYNC110
+            await asyncio.sleep(0.05)
+        if adk.wire == "1.0":
+            cancelled = await client.cancel_task(task.id)
+            assert cancelled.status.state is t.TaskState.CANCELED
+            assert (await client.get_task(task.id)).status.state is t.TaskState.CANCELED
+        else:
+            # ADK 1.x's executor cannot cancel: its a2a-sdk 0.3 server answers -32603 with the
+            # executor's words, and the task runs on.
+            with pytest.raises(InternalError, match="Cancellation is not supported"):
+                await client.cancel_task(task.id)
+            assert (await client.get_task(task.id)).status.state is t.TaskState.WORKING
 
 
 async def test_subscribe_to_an_ended_task(adk: AdkRelease, client: A2AClient) -> None:

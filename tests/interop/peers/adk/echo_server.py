@@ -4,7 +4,8 @@
 
 Runs in an ADK venv, 2.x or 1.x (``peers/adk_env.py``), never in ours. The agent is a custom ``BaseAgent``
 that answers without a model: it replies with the text it was sent (``to_a2a`` makes a task
-of every reply), and ``stream:N`` makes N partial events before the final one. Prints
+of every reply), ``stream:N`` makes N partial events before the final one, and ``hold:S``
+waits S seconds before answering. Prints
 ``READY http://127.0.0.1:PORT`` once it listens. The card is ADK's own, built by ``to_a2a``;
 ``--streaming`` builds it with ADK's ``AgentCardBuilder`` declaring streaming, as an ADK 1.x
 user must for a streaming agent (1.x's default card declares no capability).
@@ -40,6 +41,9 @@ class EchoAgent(BaseAgent):
         parts = ctx.user_content.parts if ctx.user_content and ctx.user_content.parts else []
         text = "".join(p.text or "" for p in parts)
         streamed = re.search(r"\bstream:(\d+)", text)
+        held = re.search(r"\bhold:(\d+(?:\.\d+)?)", text)
+        if held:  # a task still running when its cancel arrives
+            await asyncio.sleep(min(float(held.group(1)), 60.0))
         for i in range(min(int(streamed.group(1)), 100) if streamed else 0):
             yield Event(
                 author=self.name,
