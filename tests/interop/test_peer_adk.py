@@ -135,7 +135,7 @@ async def test_send_get_list_cancel(adk: AdkRelease, client: A2AClient) -> None:
 
 
 async def test_cancel_a_running_task(adk: AdkRelease, client: A2AClient) -> None:
-    task = await client.send("hold:20", return_immediately=True)
+    task = await client.send("hold:10", return_immediately=True)
     assert isinstance(task, t.Task)
     async with asyncio.timeout(DEADLINE):
         while (await client.get_task(task.id)).status.state is not t.TaskState.WORKING:  # noqa: ASYNC110
