@@ -77,7 +77,6 @@ from peers import common as peer_common  # noqa: E402
 _PEER_BUILDS = {
     "test_peer_js_": js_env.project,
     "test_peer_js03_": js03_env.project,
-    "test_peer_adk": adk_env.python,
     "test_peer_fasta2a": fasta2a_env.python,
     "test_peer_python_a2a": python_a2a_env.python,
 }
@@ -96,6 +95,9 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         return
     items = session.items  # after deselection (-k, -m): only what will run
     wanted = {build for item in items for prefix, build in _PEER_BUILDS.items() if item.path.name.startswith(prefix)}
+    # The ADK tests run once per release (the ``adk`` fixture's params): build the ones selected.
+    callspecs = [getattr(item, "callspec", None) for item in items]
+    wanted |= {spec.params["adk"].python for spec in callspecs if spec is not None and "adk" in spec.params}
     if wanted:
         pool = ThreadPoolExecutor(max_workers=len(wanted), thread_name_prefix="peer-env")
         for build in wanted:
@@ -140,16 +142,34 @@ def our_greeter_url() -> Iterator[str]:
         peer_common.stop(proc)
 
 
-@pytest.fixture(scope="session")
-def adk_python() -> Path:
-    """The Google ADK venv's python (pip install on first use)."""
-    return adk_env.python()
+@pytest.fixture(scope="session", params=adk_env.RELEASES, ids=str)
+def adk(request: pytest.FixtureRequest) -> adk_env.AdkRelease:
+    """Each pinned Google ADK release in turn (2.x on a2a-sdk 1.x, 1.x on a2a-sdk 0.3), its
+    venv built (pip install on first use)."""
+    release: adk_env.AdkRelease = request.param
+    release.python()
+    return release
 
 
 @pytest.fixture(scope="session")
-def adk_server_url(adk_python: Path) -> Iterator[str]:
-    """An ADK agent (no model) served by ADK's ``to_a2a()`` (peers/adk/echo_server.py)."""
-    proc, url = adk_env.start_server()
+def adk_server_url(adk: adk_env.AdkRelease) -> Iterator[str]:
+    """An ADK agent (no model) served by ADK's ``to_a2a()`` with ADK's own card
+    (peers/adk/echo_server.py)."""
+    proc, url = adk.start_server()
+    try:
+        yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def adk_streaming_url(adk: adk_env.AdkRelease, adk_server_url: str) -> Iterator[str]:
+    """An ADK agent whose card declares streaming: ADK 2.x's own card does; ADK 1.x's does
+    not (its server then refuses ``message/stream``), so that one gets a card saying it does."""
+    if adk.streams_by_default:
+        yield adk_server_url
+        return
+    proc, url = adk.start_server("--streaming")
     try:
         yield url
     finally:

@@ -3,9 +3,9 @@
     python remote_client.py --url BASE --scenario send|multi_turn|stream|input_required [--no-streaming]
         [--token T]
 
-Runs in the ADK venv. The RemoteA2aAgent is the root agent of an ADK ``Runner`` (no model is
-involved: it only relays to the remote agent), resolving the server's card from ``BASE``
-(ADK's own card checks apply). Prints one JSON line per ADK event:
+Runs in an ADK venv, 2.x (a2a-sdk 1.x) or 1.x (a2a-sdk 0.3). The RemoteA2aAgent is the root
+agent of an ADK ``Runner`` (no model is involved: it only relays to the remote agent),
+resolving the server's card from ``BASE`` (ADK's own card checks apply). Prints one JSON line per ADK event:
 ``{"turn", "author", "texts", "calls", "partial"}``; an exception or an ADK error event ends
 the run with exit 1 and its message on stderr.
 """
@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx
 from a2a.client.client_factory import ClientFactory
-from google.adk.a2a import _compat
 from google.adk.agents.remote_a2a_agent import RemoteA2aAgent
 from google.adk.runners import Runner
 from google.adk.sessions import InMemorySessionService
@@ -29,6 +28,23 @@ from google.genai import types
 warnings.filterwarnings("ignore", category=UserWarning)  # ADK's EXPERIMENTAL notes, on every call
 
 APP, USER = "a2a-net-interop", "interop-user"
+
+
+def client_config(http: httpx.AsyncClient, streaming: bool) -> Any:
+    """The a2a-sdk client config ADK would make itself, with ``streaming`` chosen.
+
+    ADK 2.x (a2a-sdk 1.x or 0.3) builds it through its ``_compat`` module; ADK 1.x has none and
+    passes a2a-sdk 0.3's ``ClientConfig`` the two transports it supports, as done here.
+    """
+    try:
+        from google.adk.a2a import _compat
+    except ImportError:
+        from a2a.client import ClientConfig
+        from a2a.types import TransportProtocol
+
+        transports: list[Any] = [TransportProtocol.jsonrpc, TransportProtocol.http_json]
+        return ClientConfig(httpx_client=http, streaming=streaming, supported_transports=transports)
+    return _compat.make_client_config(httpx_client=http, streaming=streaming)
 
 
 def emit(turn: int, event: Any) -> dict[str, Any]:
@@ -53,7 +69,7 @@ async def run(url: str, scenario: str, streaming: bool, token: str | None) -> No
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     async with httpx.AsyncClient(timeout=30, headers=headers) as http:
         # ADK's default client config decides streaming from the card; make the choice explicit.
-        factory = ClientFactory(config=_compat.make_client_config(httpx_client=http, streaming=streaming))
+        factory = ClientFactory(config=client_config(http, streaming))
         remote = RemoteA2aAgent(name="remote", agent_card=url, a2a_client_factory=factory, httpx_client=http)
         sessions = InMemorySessionService()
         runner = Runner(app_name=APP, agent=remote, session_service=sessions)
