@@ -183,6 +183,17 @@ def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def fasta2a_auth_server(fasta2a_python: Path) -> Iterator[AuthServer]:
+    """The same fasta2a agent behind a bearer token check (fasta2a has none of its own)."""
+    token = secrets.token_urlsafe(24)
+    proc, url = fasta2a_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
 def our_modes_server_url() -> Iterator[str]:
     """``a2a serve peers/modes_agent.py:agent``: the echo agent with its skill's media types declared."""
     proc, url = ours.start(ours.MODES, "--no-push")
