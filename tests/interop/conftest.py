@@ -157,6 +157,17 @@ def adk_server_url(adk_python: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def adk_auth_server(adk_python: Path) -> Iterator[AuthServer]:
+    """The same ADK agent behind a bearer token check (``to_a2a()`` has none of its own)."""
+    token = secrets.token_urlsafe(24)
+    proc, url = adk_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
 def langgraph_server() -> Iterator[langgraph_env.LangGraphServer]:
     """``langgraph dev`` (in memory) serving a trivial graph; its A2A endpoint is ``a2a_url``."""
     proc, server = langgraph_env.start_server()

@@ -24,9 +24,11 @@ def python() -> Path:
     return common.venv_python("adk-2.13.0", REQUIREMENTS)
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The ADK echo agent via ``to_a2a()`` on a free port; returns the process and its base URL."""
-    return common.start([str(python()), str(HERE / "echo_server.py")], what="ADK to_a2a server", timeout=120)
+def start_server(token: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The ADK echo agent via ``to_a2a()`` on a free port (``token``: behind a bearer token
+    check); returns the process and its base URL."""
+    cmd = [str(python()), str(HERE / "echo_server.py")] + (["--token", token] if token else [])
+    return common.start(cmd, what="ADK to_a2a server", timeout=120)
 
 
 def run_remote_agent(
