@@ -4,6 +4,10 @@ ADK runs in its own venv (``peers/adk_env.py``); its agent is a custom ``BaseAge
 model. ``RemoteA2aAgent`` resolves our card by URL, so it applies its same-origin check to every
 interface the card declares: these tests need a card whose interfaces are all on its own origin
 (the WebSocket interface included).
+
+``to_a2a()`` waits for input with a long-running function call (the task INPUT_REQUIRED) and
+reads the answer as a function response; it has no authentication of its own, so the
+bearer-token tests put an ASGI check in front of it (as a deployment would).
 """
 
 from __future__ import annotations

@@ -6,7 +6,10 @@ the spec) but reads the results in the 1.0 shape, and requires skills' ``inputMo
 ``outputModes`` on the card: a server must recognise it to answer it (its messages carry no
 ``kind``, as a 0.3 client's always do).
 fasta2a's server never blocks on ``SendMessage`` (it returns the task SUBMITTED) and does not
-implement ``ListTasks``.
+implement ``ListTasks``. It makes every message a new task (it ignores ``taskId``), so an
+input-required round trip continues in the same context with a new task. It has no
+authentication of its own: the bearer-token tests put an ASGI check in front of it (as a
+deployment would), which is what our client's token is checked against.
 """
 
 from __future__ import annotations

@@ -4,6 +4,10 @@ The server is ``langgraph dev`` in memory with a trivial graph (``peers/langgrap
 that answers "echo: <text>". It always answers with a task. Its streamed events after the first
 are tagged the A2A 0.3 way (``"kind": "status-update"``): the stream rows need a client that
 accepts 0.3-shaped events (or falls back to send + poll).
+
+Input-required is the graph's ``interrupt`` (resumed by the answer to the same task and
+context); the bearer token is LangGraph's own custom auth (``langgraph.json`` ``auth``), on a
+second assistant of the same graph.
 """
 
 from __future__ import annotations
