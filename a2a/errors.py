@@ -205,9 +205,35 @@ _BY_REASON[PayloadTooLargeError.reason] = PayloadTooLargeError
 _BY_REASON["INTERNAL"] = InternalError
 
 
-def error_for_code(code: int | None, message: str, data: Any = None, *, reason: str | None = None) -> ProtocolError:
-    """Rebuild the exception a peer sent, from its JSON-RPC code or ErrorInfo ``reason``."""
-    cls = (_BY_REASON.get(reason) if reason else None) or ERROR_TABLE.get(code or 0)
+#: What an HTTP status alone says, for a peer whose error body has no code and no reason: the
+#: HTTP+JSON binding of A2A 0.3 answers ``{"message": ...}`` with a status (a2a-sdk 0.3 maps
+#: each error to one, ``-32602`` to 422, ``-32002`` to 409, ``-32004`` to 501...). 404 is also
+#: a missing method or extended card, but an A2A error body on 404 from an operation on a task
+#: (every 0.3 REST path but the card's) is the task; 400 says nothing more than "invalid".
+_BY_HTTP_STATUS: dict[int, type[ProtocolError]] = {
+    400: InvalidRequestError,
+    401: AuthenticationRequiredError,
+    404: TaskNotFoundError,
+    409: TaskNotCancelableError,
+    413: PayloadTooLargeError,
+    415: ContentTypeNotSupportedError,
+    422: InvalidParamsError,
+    500: InternalError,
+    501: UnsupportedOperationError,
+    502: InvalidAgentResponseError,
+}
+
+
+def error_for_code(
+    code: int | None, message: str, data: Any = None, *, reason: str | None = None, http_status: int | None = None
+) -> ProtocolError:
+    """Rebuild the exception a peer sent, from its ErrorInfo ``reason``, its JSON-RPC code, or
+    (for a body that has neither) the HTTP status it came with, in that order."""
+    cls = (
+        (_BY_REASON.get(reason) if reason else None)
+        or ERROR_TABLE.get(code or 0)
+        or (_BY_HTTP_STATUS.get(http_status) if http_status is not None else None)
+    )
     if cls is None:
         error = ProtocolError(message, data=data)
         if code is not None:

@@ -18,6 +18,7 @@ from urllib.parse import quote
 import msgspec
 
 from ..errors import (
+    InternalError,
     InvalidParamsError,
     InvalidResponseError,
     MethodNotFoundError,
@@ -221,14 +222,48 @@ class _ErrorBody(msgspec.Struct):
     error: _Status
 
 
+class _FlatErrorBody(msgspec.Struct):
+    """A2A 0.3's HTTP+JSON error: ``{"message"}`` (a2a-sdk 0.3) or ``{"code", "message", "data"}``
+    with the JSON-RPC code (``@a2a-js/sdk`` 0.3), beside the HTTP status."""
+
+    message: str
+    code: int | None = None
+    data: Any = None
+
+
 _error_decoder = msgspec.json.Decoder(_ErrorBody)
+_flat_error_decoder = msgspec.json.Decoder(_FlatErrorBody)
 
 
-def decode_error(body: bytes | str) -> ProtocolError | None:
-    """The peer's error from an error body, or ``None`` when the body is not an A2A error."""
+def decode_error(body: bytes | str, http_status: int | None = None) -> ProtocolError | None:
+    """The peer's error from an error body, or ``None`` when the body is not an A2A error.
+
+    Read: 1.0's ``google.rpc.Status`` (by its ErrorInfo ``reason``, else its ``code``, an HTTP
+    status), and 0.3's flat ``{"message"}`` / ``{"code", "message"}`` (by the JSON-RPC code, else
+    ``http_status``, the status the body came with). A stream's error event has no status."""
     try:
         status = _error_decoder.decode(body).error
     except (msgspec.DecodeError, UnicodeDecodeError):
-        return None
+        return _decode_flat_error(body, http_status)
     reason = next((d["reason"] for d in status.details if isinstance(d, dict) and "reason" in d), None)
-    return error_for_code(None, status.message, status.details or None, reason=reason or "INTERNAL")
+    data = status.details or None
+    if reason is None:  # no ErrorInfo: the status code says what it can, else it is internal
+        error = error_for_code(None, status.message, data, http_status=status.code)
+        return error if type(error) is not ProtocolError else InternalError(status.message, data=data)
+    return error_for_code(None, status.message, data, reason=reason)
+
+
+def _decode_flat_error(body: bytes | str, http_status: int | None) -> ProtocolError | None:
+    try:
+        flat = _flat_error_decoder.decode(body)
+    except (msgspec.DecodeError, UnicodeDecodeError):
+        return None
+    code = flat.code
+    if code is not None and 100 <= code <= 599:  # an HTTP status in the body, not a JSON-RPC code
+        http_status, code = code, None
+    if code is None and http_status is None:
+        return None  # a bare {"message"} with nothing to say what it is
+    error = error_for_code(code, flat.message, flat.data, http_status=http_status)
+    if type(error) is ProtocolError and code is None:
+        return None  # a status that names no A2A error (a proxy's 503): ``http_error`` reports it
+    return error

@@ -48,6 +48,7 @@ __all__ = [
     "proto_event_from_v03",
     "proto_request_to_v03",
     "proto_result_from_v03",
+    "push_task_to_v03",
     "result_from_v03",
     "result_to_v03",
 ]
@@ -278,6 +279,26 @@ def event_from_v03(event: Any, where: str = "event") -> Json:
         update["artifact"] = _artifact_from_v03(event.get("artifact"), f"{where}.artifact")
         return {"artifactUpdate": _copy(event, update, "append", "lastChunk", "metadata")}
     raise V03Error(f"{where}.kind {kind!r} is not one of task, message, status-update, artifact-update")
+
+
+def push_task_to_v03(event: Json, current: Json | None) -> Json:
+    """What a 0.3 webhook is sent for one 1.0 event of a task: a whole 0.3 ``Task`` (``"kind":
+    "task"``), as 0.3 servers push it (a2a-sdk 0.3, ``@a2a-js/sdk`` 0.3), not the event.
+
+    The task is the event's own for a ``task`` event, else ``current`` (the task as stored when
+    the delivery is made, the event applied); without one, the little the event says of it."""
+    if "task" in event:
+        return task_to_v03(event["task"])
+    if current is not None:
+        return task_to_v03(current)
+    update = event.get("statusUpdate") or event.get("artifactUpdate")
+    if not isinstance(update, dict):
+        raise V03Error("a push of a task's event needs a task, statusUpdate or artifactUpdate")
+    task: Json = {"id": update.get("taskId"), "contextId": update.get("contextId", "")}
+    task["status"] = update.get("status") or {"state": "TASK_STATE_UNSPECIFIED"}
+    if "artifact" in update:
+        task["artifacts"] = [update["artifact"]]
+    return task_to_v03(task)
 
 
 # ---- push notification configs --------------------------------------------------------------

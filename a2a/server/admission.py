@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from ..errors import InvalidParamsError
+from ..protocol.v03 import LEGACY_VERSION
 from ..protocol.version import EXTENSIONS_HEADER, VERSION_HEADER, check_version
 from ..telemetry import TRACEPARENT, TRACESTATE
 from .auth import Authenticator
@@ -16,6 +17,7 @@ __all__ = ["LAST_EVENT_ID_HEADER", "admit", "last_event_id"]
 LAST_EVENT_ID_HEADER = "Last-Event-ID"
 
 _ANONYMOUS = CallContext()
+_ANONYMOUS_V03 = CallContext(dialect=LEGACY_VERSION)
 
 
 def admit(
@@ -35,10 +37,12 @@ def admit(
     resume = headers.get(LAST_EVENT_ID_HEADER)
     traceparent = headers.get(TRACEPARENT)
     if principal is None and not extensions and resume is None and traceparent is None:
-        return _ANONYMOUS  # the common case: nothing to carry, and the context is immutable
+        # The common case: nothing to carry, and the context is immutable.
+        return _ANONYMOUS_V03 if legacy else _ANONYMOUS
     requested = frozenset(e.strip() for e in extensions.split(",") if e.strip()) if extensions else frozenset()
     tracestate = headers.get(TRACESTATE) if traceparent is not None else None
-    return CallContext(principal, requested, last_event_id(resume), traceparent, tracestate)
+    dialect = LEGACY_VERSION if legacy else ""
+    return CallContext(principal, requested, last_event_id(resume), traceparent, tracestate, dialect)
 
 
 def last_event_id(value: str | None) -> int | None:

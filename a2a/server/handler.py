@@ -88,6 +88,10 @@ class CallContext:
     #: stdio): the operation's span continues the caller's trace.
     traceparent: str | None = None
     tracestate: str | None = None
+    #: The protocol version the binding serves this request in: ``""`` is 1.0, ``"0.3"`` a
+    #: request translated at the edge (``v03``). Kept with what outlives the request (a push
+    #: config: its webhook is sent the shapes its registrant speaks).
+    dialect: str = ""
 
     @property
     def owner(self) -> str:
@@ -163,6 +167,9 @@ class RequestHandler:
         self.bus = bus or InMemoryEventBus()
         #: Push notifications (``None``: the capability is off and its operations are -32003).
         self.push = push
+        if push is not None and push.task_view is None:
+            # A 0.3 webhook is sent the whole task (what 0.3 servers push), read from our store.
+            push.task_view = self._stored_task
         #: What the processes serving this agent tell each other (one process: nothing).
         self.coordination = coordination or SingleProcessCoordination()
         #: Spans, metrics and the access log's fields for each operation (``None``: none of them).
@@ -316,7 +323,7 @@ class RequestHandler:
         push_config = req.configuration.task_push_notification_config if req.configuration else None
         if push_config is not None and self.push is not None:
             # Registered before the agent can publish, so the webhook gets every event.
-            await self.push.create(task_id, ctx.owner, tenant, push_config)
+            await self.push.create(task_id, ctx.owner, tenant, push_config, dialect=ctx.dialect)
         run, rc = self._begin(req, ctx, existing_record, skill, task_id, key, claim, materialize=materialize)
         if materialize or existing_record is not None or not self.agent.may_reply(skill):
             # The task exists (saved, the first stream event) before the agent runs, so slow
@@ -687,7 +694,7 @@ class RequestHandler:
         # On a task that has ended the config is kept but never fires: nothing more is sent
         # (the spec lists no error for it, and the reference SDK accepts it too).
         record = await self._owned(req.task_id or "", ctx, req.tenant)
-        return await notifier.create(record.task.id, ctx.owner, req.tenant or "", req)
+        return await notifier.create(record.task.id, ctx.owner, req.tenant or "", req, dialect=ctx.dialect)
 
     async def get_push_config(
         self, req: t.GetTaskPushNotificationConfigRequest, ctx: CallContext
@@ -726,6 +733,10 @@ class RequestHandler:
         if self.agent.extended_card is None:
             raise ExtendedAgentCardNotConfiguredError()
         return self.agent.extended_card
+
+    async def _stored_task(self, task_id: str) -> t.Task | None:
+        record = await self.store.get(task_id)
+        return None if record is None else record.task
 
     async def start(self) -> None:
         """Before serving: listen to the other replicas (if any; they may die, so recovery runs

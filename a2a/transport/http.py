@@ -378,7 +378,7 @@ class RestTransport(_HttpTransport):
     def _check(self, response: httpx.Response, body: bytes) -> None:
         if response.status_code < 300:
             return
-        error = rest.decode_error(body)
+        error = rest.decode_error(body)  # 1.0's errors always say what they are (ErrorInfo)
         if error is not None:
             raise error
         raise http_error(response, body)
@@ -415,10 +415,12 @@ class RestV03Transport(_HttpTransport):
     def _check(self, response: httpx.Response, body: bytes) -> None:
         if response.status_code < 300:
             return
-        error = rest.decode_error(body)  # a peer that answers errors in 1.0's shape
+        # 0.3's REST errors are a status and {"message"} (or {"code", "message"}); a peer may
+        # also answer in 1.0's shape. One reading of all of them: ``rest.decode_error``.
+        error = rest.decode_error(body, response.status_code)
         if error is not None:
             raise error
-        raise http_error(response, body)  # 0.3's REST errors are a status and a message
+        raise http_error(response, body)
 
     def _result(self, body: bytes | str, result_type: type | None) -> Any:
         if result_type is None:

@@ -177,6 +177,17 @@ def adk_streaming_url(adk: adk_env.AdkRelease, adk_server_url: str) -> Iterator[
 
 
 @pytest.fixture(scope="session")
+def adk_auth_server(adk: adk_env.AdkRelease) -> Iterator[AuthServer]:
+    """The same ADK agent behind a bearer token check (``to_a2a()`` has none of its own)."""
+    token = secrets.token_urlsafe(24)
+    proc, url = adk.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
 def langgraph_server() -> Iterator[langgraph_env.LangGraphServer]:
     """``langgraph dev`` (in memory) serving a trivial graph; its A2A endpoint is ``a2a_url``."""
     proc, server = langgraph_env.start_server()
@@ -198,6 +209,17 @@ def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
     proc, url = fasta2a_env.start_server()
     try:
         yield url
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
+def fasta2a_auth_server(fasta2a_python: Path) -> Iterator[AuthServer]:
+    """The same fasta2a agent behind a bearer token check (fasta2a has none of its own)."""
+    token = secrets.token_urlsafe(24)
+    proc, url = fasta2a_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
     finally:
         peer_common.stop(proc)
 

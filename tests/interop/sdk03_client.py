@@ -86,6 +86,7 @@ async def main() -> None:
     parser.add_argument("--transport", default="JSONRPC", choices=["JSONRPC", "HTTP+JSON"])
     parser.add_argument("--ask-url", help="an agent that asks a question (input-required), then completes")
     parser.add_argument("--push-url", default="http://127.0.0.1:9/hook", help="the webhook URL to register")
+    parser.add_argument("--watch-url", help="a webhook to register on a running task, which is then cancelled")
     args = parser.parse_args()
     headers = {"Authorization": f"Bearer {args.token}"} if args.token else {}
     async with httpx.AsyncClient(timeout=30, headers=headers) as http:
@@ -122,6 +123,13 @@ async def main() -> None:
             await step("push-set", lambda: rpc.set_task_callback(config))
             get = GetTaskPushNotificationConfigParams(id=short.id, push_notification_config_id="hook")
             await step("push-get", lambda: rpc.get_task_callback(get))
+
+        watched = await step("send-watched", lambda: rpc.send_message(params("hold:30", blocking=False)))
+        if args.watch_url and watched is not None and getattr(watched, "id", None):
+            hook = PushNotificationConfig(id="watch", url=args.watch_url, token="tok-03")
+            watch = TaskPushNotificationConfig(task_id=watched.id, push_notification_config=hook)
+            await step("push-set-watched", lambda: rpc.set_task_callback(watch))
+            await step("cancel-watched", lambda: rpc.cancel_task(TaskIdParams(id=watched.id)))
 
         if args.ask_url:
             asking = await step("ask-card", lambda: A2ACardResolver(http, args.ask_url).get_agent_card())

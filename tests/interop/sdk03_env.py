@@ -66,12 +66,15 @@ def run_sdk03_client(
     ask_url: str | None = None,
     transport: str = "JSONRPC",
     timeout: float = 120.0,
+    watch_url: str | None = None,
 ) -> dict[str, dict[str, Any]]:
     """Run sdk03_client.py against ``url`` over ``transport`` (``ask_url``: an agent that
-    asks); its lines by step."""
+    asks; ``watch_url``: a webhook to register on a task it then cancels); its lines by step."""
     cmd = [str(sdk03_python()), str(HERE / "sdk03_client.py"), "--url", url, "--transport", transport]
     if ask_url:
         cmd += ["--ask-url", ask_url]
+    if watch_url:
+        cmd += ["--watch-url", watch_url]
     if token:
         cmd += ["--token", token]
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=sdk_environ())

@@ -27,6 +27,10 @@ ADK 1.x's own limits, asserted as the clear errors our side reports:
 - ADK 1.x cannot cancel a running task: its server answers -32603 "Cancellation is not
   supported" (raised as ``InternalError`` with those words) and the task runs on. ADK 2.x
   cancels it.
+
+``to_a2a()`` waits for input with a long-running function call (the task INPUT_REQUIRED) and
+reads the answer as a function response; it has no authentication of its own, so the
+bearer-token tests put an ASGI check in front of it (as a deployment would).
 """
 
 from __future__ import annotations
@@ -42,9 +46,9 @@ import pytest
 from our_env import AuthServer, run_cli
 from peers.adk_env import AdkRelease
 
-from a2a import A2AClient, RetryPolicy
+from a2a import A2AClient, BearerToken, RetryPolicy
 from a2a import types as t
-from a2a.errors import InternalError, InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
+from a2a.errors import A2AError, InternalError, InvalidParamsError, TaskNotCancelableError, UnsupportedOperationError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -250,3 +254,80 @@ def test_supervisor_delegates_to_the_adk_agent(adk_server_url: str, adk_streamin
         if url == adk_streaming_url:
             progress = [e["state"] for e in events if e["event"] == "delegation_progress"]
             assert "working" in progress and progress[-1] == "completed", progress
+
+
+# ---- input-required and a bearer token, our side -> to_a2a() ---------------------------------
+
+
+def _ask_user_call(task: t.Task) -> dict[str, Any]:
+    """The ``ask_user`` function call ADK put in the input-required task (a data part, marked
+    ``adk_type: function_call``), from its status message or its history."""
+    messages = [task.status.message, *(task.history or [])]
+    for message in messages:
+        for part in message.parts if message is not None else []:
+            if isinstance(part.data, dict) and part.data.get("name") == "ask_user":
+                return part.data
+    raise AssertionError(f"no ask_user call in {task}")
+
+
+async def test_input_required_round_trip(client: A2AClient) -> None:
+    """``ask`` makes ADK wait for input: the task ends INPUT_REQUIRED with a long-running function
+    call in its status message. The answer ADK's own clients send is a function response (a
+    data part marked ``adk_type: function_response``): sent to the same task, it completes it.
+    A plain text answer goes to the agent as the user's text (this one echoes it)."""
+    asked = await client.send("ask")
+    assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED, asked
+    call = _ask_user_call(asked)
+    answer = t.Part(
+        data={"id": call["id"], "name": "ask_user", "response": {"answer": "Ada"}},
+        metadata={"adk_type": "function_response"},
+    )
+    answered = await client.send([answer], task_id=asked.id, context_id=asked.context_id)
+    assert isinstance(answered, t.Task) and answered.id == asked.id, answered
+    assert answered.status.state is t.TaskState.COMPLETED, answered
+    assert answered.artifacts is not None and [p.text for p in answered.artifacts[-1].parts] == ["answered: Ada"]
+    again = await client.send("ask")
+    assert isinstance(again, t.Task) and again.status.state is t.TaskState.INPUT_REQUIRED, again
+    texted = await client.send("Bo", task_id=again.id, context_id=again.context_id)
+    assert isinstance(texted, t.Task) and (texted.id, texted.status.state) == (again.id, t.TaskState.COMPLETED)
+
+
+@pytest.mark.parametrize("streaming", [False, True], ids=["send", "stream"])
+async def test_bearer_token(adk_auth_server: AuthServer, streaming: bool) -> None:
+    """``to_a2a()`` behind a bearer token check: our client sends the token on every call; a
+    wrong one is refused with a clear error."""
+    async with A2AClient(
+        adk_auth_server.url, credentials=BearerToken(adk_auth_server.token), retry=RetryPolicy.none(), timeout=10
+    ) as c:
+        if streaming:
+            async with asyncio.timeout(DEADLINE):
+                events = [event.payload async for event in c.stream("stream:1")]
+            last = events[-1]
+            assert isinstance(last, t.TaskStatusUpdateEvent) and last.status.state is t.TaskState.COMPLETED
+        else:
+            task = await c.send("hello")
+            assert isinstance(task, t.Task) and task.status.state is t.TaskState.COMPLETED
+    async with A2AClient(
+        adk_auth_server.url, credentials=BearerToken("wrong"), retry=RetryPolicy.none(), timeout=10
+    ) as c:
+        with pytest.raises(A2AError, match="401"):
+            if streaming:
+                [event async for event in c.stream("hello")]
+            else:
+                await c.send("hello")
+
+
+def test_cli_bearer_token(adk_auth_server: AuthServer) -> None:
+    url = adk_auth_server.url
+    (task,) = ok_json(run_cli("send", url, "hello", "--json", "--token", adk_auth_server.token, "--retries", "1"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    refused = run_cli("send", url, "hello", "--token", "wrong", "--retries", "1")
+    assert refused.returncode != 0 and "401" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
+def test_cli_input_required_round_trip(adk_server_url: str) -> None:
+    (asked,) = ok_json(run_cli("send", adk_server_url, "ask", "--json", "--retries", "1"))
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    follow_up = ["--task-id", asked["id"], "--context-id", asked["contextId"]]
+    (answered,) = ok_json(run_cli("send", adk_server_url, "Bo", *follow_up, "--json", "--retries", "1"))
+    assert (answered["id"], answered["status"]["state"]) == (asked["id"], "TASK_STATE_COMPLETED")

@@ -6,7 +6,10 @@ the spec) but reads the results in the 1.0 shape, and requires skills' ``inputMo
 ``outputModes`` on the card: a server must recognise it to answer it (its messages carry no
 ``kind``, as a 0.3 client's always do).
 fasta2a's server never blocks on ``SendMessage`` (it returns the task SUBMITTED) and does not
-implement ``ListTasks``.
+implement ``ListTasks``. It makes every message a new task (it ignores ``taskId``), so an
+input-required round trip continues in the same context with a new task. It has no
+authentication of its own: the bearer-token tests put an ASGI check in front of it (as a
+deployment would), which is what our client's token is checked against.
 """
 
 from __future__ import annotations
@@ -19,12 +22,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from our_env import run_cli
+from our_env import AuthServer, run_cli
 from peers import fasta2a_env
 
-from a2a import A2AClient, RetryPolicy
+from a2a import A2AClient, BearerToken, RetryPolicy
 from a2a import types as t
-from a2a.errors import UnsupportedOperationError
+from a2a.errors import A2AError, UnsupportedOperationError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -130,3 +133,49 @@ def test_supervisor_delegates_to_the_fasta2a_agent(fasta2a_server_url: str, tmp_
     (done,) = [e for e in events if e["event"] == "delegation_finished"]
     assert (done["agent"], done["state"]) == ("fasta2a-echo", "completed")
     assert "echo: echo hello from the supervisor" in events[-1]["final"]
+
+
+# ---- input-required and a bearer token -------------------------------------------------------
+
+
+async def test_input_required_round_trip(client: A2AClient) -> None:
+    """``ask`` ends its task input-required. fasta2a makes every message a new task (it ignores
+    ``taskId``): our answer, sent to the task and its context, is answered by a new task in the
+    same context, which completes with the answer."""
+    asked = await client.send("ask")
+    assert isinstance(asked, t.Task)
+    async with asyncio.timeout(DEADLINE):
+        while (waiting := await client.get_task(asked.id)).status.state is not t.TaskState.INPUT_REQUIRED:
+            assert not waiting.status.state.is_terminal, waiting
+            await asyncio.sleep(0.05)
+    answer = await client.send("Ada", task_id=asked.id, context_id=asked.context_id)
+    assert isinstance(answer, t.Task) and answer.context_id == asked.context_id
+    done = await finished(client, answer.id)
+    assert done.status.state is t.TaskState.COMPLETED
+    assert done.artifacts is not None and [p.text for p in done.artifacts[0].parts] == ["answered: Ada"]
+
+
+async def test_bearer_token(fasta2a_auth_server: AuthServer) -> None:
+    async with A2AClient(
+        fasta2a_auth_server.url,
+        credentials=BearerToken(fasta2a_auth_server.token),
+        retry=RetryPolicy.none(),
+        timeout=10,
+    ) as c:
+        task = await c.send("hello")
+        assert isinstance(task, t.Task)
+        done = await finished(c, task.id)
+        assert done.artifacts is not None and [p.text for p in done.artifacts[0].parts] == ["echo: hello"]
+    async with A2AClient(
+        fasta2a_auth_server.url, credentials=BearerToken("wrong"), retry=RetryPolicy.none(), timeout=10
+    ) as c:
+        with pytest.raises(A2AError, match="401"):
+            await c.send("hello")
+
+
+def test_cli_bearer_token(fasta2a_auth_server: AuthServer) -> None:
+    url = fasta2a_auth_server.url
+    (task,) = ok_json(run_cli("send", url, "hello", "--json", "--token", fasta2a_auth_server.token, "--retries", "1"))
+    assert task["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING", "TASK_STATE_COMPLETED")
+    refused = run_cli("send", url, "hello", "--token", "wrong", "--retries", "1")
+    assert refused.returncode != 0 and "401" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

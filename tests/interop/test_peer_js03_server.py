@@ -20,7 +20,7 @@ from our_env import run_cli
 
 from a2a import A2AClient, RetryPolicy
 from a2a import types as t
-from a2a.errors import A2AError
+from a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -103,6 +103,18 @@ async def test_our_client_speaks_0_3_rest_to_it(js03_server_url: str) -> None:
         assert isinstance(reply, t.Message) and [p.text for p in reply.parts] == ["hello"]
         assert c.interface is not None
         assert (c.interface.protocol_binding, c.interface.protocol_version) == ("HTTP+JSON", "0.3")
+
+
+async def test_its_0_3_rest_errors_are_typed(js03_server_url: str) -> None:
+    """Its HTTP+JSON errors are ``{"code", "message"}`` (the JSON-RPC code) with a status (404,
+    409): our client raises the same typed errors as for a 1.0 peer."""
+    async with A2AClient(js03_server_url, binding="HTTP+JSON", retry=RetryPolicy.none(), timeout=10) as c:
+        with pytest.raises(TaskNotFoundError):
+            await c.get_task("no-such-task")
+        done = await c.send("stream:1")
+        assert isinstance(done, t.Task) and done.status.state is t.TaskState.COMPLETED
+        with pytest.raises(TaskNotCancelableError):
+            await c.cancel_task(done.id)
 
 
 def ok_json(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:

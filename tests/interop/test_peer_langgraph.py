@@ -4,6 +4,10 @@ The server is ``langgraph dev`` in memory with a trivial graph (``peers/langgrap
 that answers "echo: <text>". It always answers with a task. Its streamed events after the first
 are tagged the A2A 0.3 way (``"kind": "status-update"``): the stream rows need a client that
 accepts 0.3-shaped events (or falls back to send + poll).
+
+Input-required is the graph's ``interrupt`` (resumed by the answer to the same task and
+context); the bearer token is LangGraph's own custom auth (``langgraph.json`` ``auth``), on a
+second assistant of the same graph.
 """
 
 from __future__ import annotations
@@ -17,10 +21,12 @@ from typing import Any
 
 import pytest
 from our_env import run_cli
+from peers.langgraph.auth import SECURE_ASSISTANT
 from peers.langgraph_env import LangGraphServer
 
-from a2a import A2AClient, RetryPolicy
+from a2a import A2AClient, BearerToken, RetryPolicy
 from a2a import types as t
+from a2a.errors import A2AError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -131,3 +137,55 @@ def test_supervisor_delegates_to_langgraph(langgraph_server: LangGraphServer, tm
     assert (finished["agent"], finished["state"]) == ("echo", "completed")
     assert events[-1]["status"] == "completed"
     assert "echo: echo hello from the supervisor" in events[-1]["final"]
+
+
+# ---- input-required and a bearer token (LangGraph's own interrupt and custom auth) -----------
+
+
+async def test_input_required_round_trip(client: A2AClient) -> None:
+    """``ask`` interrupts the graph: the endpoint answers input-required; our answer, sent to the
+    same task and context, resumes the graph, which completes."""
+    asked = await client.send("ask")
+    assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED, asked
+    answered = await client.send("Ada", task_id=asked.id, context_id=asked.context_id)
+    assert isinstance(answered, t.Task) and answered.context_id == asked.context_id, answered
+    assert answered.status.state is t.TaskState.COMPLETED, answered
+    assert reply_text(answered) == "answered: Ada"
+
+
+def test_cli_input_required_round_trip(langgraph_server: LangGraphServer) -> None:
+    url = langgraph_server.a2a_url
+    (asked,) = ok_json(run_cli("send", url, "ask", "--json", "--retries", "1"))
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    follow_up = ["--task-id", asked["id"], "--context-id", asked["contextId"]]
+    (answered,) = ok_json(run_cli("send", url, "Bo", *follow_up, "--json", "--retries", "1"))
+    assert answered["status"]["state"] == "TASK_STATE_COMPLETED"
+
+
+async def test_bearer_token(langgraph_server: LangGraphServer) -> None:
+    """The ``secure`` assistant requires LangGraph's custom auth (a bearer token; its card stays
+    public): our client sends it on every call; a wrong token is refused with a clear error."""
+    assert langgraph_server.secure_assistant_id == SECURE_ASSISTANT  # what its auth.py protects
+    async with A2AClient(
+        langgraph_server.secure_a2a_url,
+        credentials=BearerToken(langgraph_server.token),
+        retry=RetryPolicy.none(),
+        timeout=30,
+    ) as c:
+        task = await c.send("hello")
+        assert isinstance(task, t.Task) and reply_text(task) == "echo: hello"
+        got = await c.get_task(task.id)
+        assert got.status.state is t.TaskState.COMPLETED
+    async with A2AClient(
+        langgraph_server.secure_a2a_url, credentials=BearerToken("wrong"), retry=RetryPolicy.none(), timeout=30
+    ) as c:
+        with pytest.raises(A2AError, match="401"):
+            await c.send("hello")
+
+
+def test_cli_bearer_token(langgraph_server: LangGraphServer) -> None:
+    url = langgraph_server.secure_a2a_url
+    (task,) = ok_json(run_cli("send", url, "hello", "--json", "--token", langgraph_server.token, "--retries", "1"))
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    refused = run_cli("send", url, "hello", "--token", "wrong", "--retries", "1")
+    assert refused.returncode != 0 and "401" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

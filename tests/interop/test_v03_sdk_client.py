@@ -2,13 +2,18 @@
 
 Our server runs as ``a2a serve`` with its defaults (0.3 beside 1.0); the 0.3 client runs in its
 own venv (``sdk03_env``) and prints what it parsed, one line per operation. A 1.0 client then
-reads the same tasks: one store, translated at the edge.
+reads the same tasks: one store, translated at the edge. A webhook the 0.3 client registers is
+sent 0.3 tasks.
 """
 
 from __future__ import annotations
 
+import json
 import subprocess
+import threading
+import time
 from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 import httpx
@@ -42,11 +47,67 @@ def servers() -> Iterator[tuple[str, str]]:
         sdk_env.stop(echo)
 
 
+class Webhook:
+    """A loopback receiver (its own thread: the 0.3 client runs synchronously in a subprocess)
+    recording each POST's path, headers and JSON body."""
+
+    def __init__(self) -> None:
+        self.hits: list[tuple[str, dict[str, str], Any]] = []
+        self.changed = threading.Condition()
+        hook = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
+                with hook.changed:
+                    hook.hits.append((self.path, dict(self.headers), body))
+                    hook.changed.notify_all()
+                self.send_response(200)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+
+            def log_message(self, *_args: Any) -> None:  # the test log needs none of it
+                pass
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def wait_for(self, task_id: str, state: str, timeout: float = 20.0) -> list[tuple[dict[str, str], Any]]:
+        """What was sent about ``task_id`` once a body says ``state`` (a bounded wait)."""
+        deadline = time.monotonic() + timeout
+        with self.changed:
+            while True:
+                about = [(h, b) for _, h, b in self.hits if b.get("id") == task_id]
+                if any(b.get("status", {}).get("state") == state for _, b in about):
+                    return about
+                left = deadline - time.monotonic()
+                assert left > 0, f"no push of task {task_id} with state {state!r} in {timeout}s: {self.hits}"
+                self.changed.wait(left)
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture(scope="module")
+def webhook() -> Iterator[Webhook]:
+    made = Webhook()
+    try:
+        yield made
+    finally:
+        made.close()
+
+
 @pytest.fixture(scope="module", params=["JSONRPC", "HTTP+JSON"])
-def run(request: pytest.FixtureRequest, servers: tuple[str, str]) -> tuple[str, dict[str, dict[str, Any]]]:
+def run(
+    request: pytest.FixtureRequest, servers: tuple[str, str], webhook: Webhook
+) -> tuple[str, dict[str, dict[str, Any]]]:
     """The 0.3 client's lines, over one of the two bindings 0.3 is served on."""
     url, ask_url = servers
-    return url, sdk03_env.run_sdk03_client(url, ask_url=ask_url, transport=request.param)
+    watch_url = f"{webhook.url}/{request.param}"
+    return url, sdk03_env.run_sdk03_client(url, ask_url=ask_url, transport=request.param, watch_url=watch_url)
 
 
 def data(lines: dict[str, dict[str, Any]], step: str) -> Any:
@@ -95,6 +156,21 @@ def test_push_config(run: tuple[str, dict[str, dict[str, Any]]]) -> None:
     stored = data(run[1], "push-set")
     assert stored["pushNotificationConfig"]["url"] == "http://127.0.0.1:9/hook"
     assert data(run[1], "push-get")["pushNotificationConfig"]["id"] == "hook"
+
+
+def test_its_webhook_is_sent_0_3_tasks(run: tuple[str, dict[str, dict[str, Any]]], webhook: Webhook) -> None:
+    """The webhook the 0.3 client registered (``set_task_callback``) on a running task, which it
+    then cancelled, is sent that task in 0.3's shape (what a 0.3 server pushes, and what a 0.3
+    receiver parses), with its token."""
+    watched = data(run[1], "send-watched")
+    assert data(run[1], "push-set-watched")["pushNotificationConfig"]["id"] == "watch"
+    assert data(run[1], "cancel-watched")["status"]["state"] == "canceled"
+    pushed = webhook.wait_for(watched["id"], "canceled")
+    for headers, body in pushed:
+        assert body["kind"] == "task" and body["contextId"] == watched["contextId"], body
+        assert body["status"]["state"] in ("submitted", "working", "canceled"), body
+        assert headers["Content-Type"].startswith("application/json")
+        assert headers["X-A2A-Notification-Token"] == "tok-03"
 
 
 def test_input_required_round_trip(run: tuple[str, dict[str, dict[str, Any]]]) -> None:

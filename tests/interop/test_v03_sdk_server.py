@@ -20,7 +20,7 @@ import sdk_env
 from a2a import A2AClient
 from a2a import types as t
 from a2a.client.retry import RetryPolicy
-from a2a.errors import HTTPStatusError
+from a2a.errors import InternalError, TaskNotCancelableError, TaskNotFoundError
 from tests.bindings._bindings_support import CuttableProxy
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -195,10 +195,23 @@ async def test_rest_push_config(rest_client: A2AClient) -> None:
     assert stored.url == "http://127.0.0.1:9/hook" and stored.task_id == held.id
     got = await rest_client.get_push_config(held.id, stored.id)
     assert got.url == "http://127.0.0.1:9/hook"
-    # a2a-sdk 0.3.26's REST handler does not implement listing (NotImplementedError -> HTTP 500):
-    # the error names the peer and its answer.
-    with pytest.raises(HTTPStatusError, match=r"pushNotificationConfigs answered HTTP 500"):
+    # a2a-sdk 0.3.26's REST handler does not implement listing (NotImplementedError -> HTTP 500
+    # with {"message": "unknown exception"}): typed as the internal error it is.
+    with pytest.raises(InternalError, match="unknown exception"):
         await rest_client.list_push_configs(held.id)
+
+
+async def test_rest_errors_are_typed(rest_client: A2AClient) -> None:
+    """0.3's HTTP+JSON errors are a status and ``{"message"}`` (a2a-sdk 0.3: 404 task not
+    found, 409 not cancelable): they reach our caller as the same typed errors a 1.0 peer's do."""
+    with pytest.raises(TaskNotFoundError):
+        await rest_client.get_task("no-such-task")
+    with pytest.raises(TaskNotFoundError):
+        await rest_client.cancel_task("no-such-task")
+    done = await rest_client.send("stream:1")
+    assert isinstance(done, t.Task) and done.status.state is t.TaskState.COMPLETED
+    with pytest.raises(TaskNotCancelableError):
+        await rest_client.cancel_task(done.id)
 
 
 def test_cli_over_rest(sdk03_rest_url: str) -> None:

@@ -321,3 +321,26 @@ def test_binding_http_json_chooses_0_3_rest() -> None:
     )
     chosen = choose_interface(rest_first, bindings)
     assert (chosen.protocol_binding, chosen.protocol_version) == ("HTTP+JSON", "0.3")
+
+
+def test_a_push_to_a_0_3_webhook_is_a_whole_0_3_task() -> None:
+    """0.3 servers push the task, not the event: a ``task`` event is its own task; another
+    event sends the task as stored now; without a stored task, what the event says of it."""
+    status = {"state": "TASK_STATE_WORKING"}
+    task = {
+        "id": "t1",
+        "contextId": "c1",
+        "status": status,
+        "artifacts": [{"artifactId": "a", "parts": [{"text": "x"}]}],
+    }
+    assert v03.push_task_to_v03({"task": task}, None)["artifacts"][0]["parts"] == [{"kind": "text", "text": "x"}]
+    update = {"statusUpdate": {"taskId": "t1", "contextId": "c1", "status": {"state": "TASK_STATE_COMPLETED"}}}
+    stored = {**task, "status": {"state": "TASK_STATE_COMPLETED"}}
+    sent = v03.push_task_to_v03(update, stored)
+    assert (sent["kind"], sent["status"]["state"], len(sent["artifacts"])) == ("task", "completed", 1)
+    alone = v03.push_task_to_v03(update, None)
+    assert alone == {"kind": "task", "id": "t1", "contextId": "c1", "status": {"state": "completed"}}
+    chunk = {"artifactUpdate": {"taskId": "t1", "contextId": "c1", "artifact": {"artifactId": "a", "parts": []}}}
+    assert v03.push_task_to_v03(chunk, None)["status"] == {"state": "unknown"}
+    with pytest.raises(v03.V03Error, match="needs a task"):
+        v03.push_task_to_v03({"message": {"messageId": "m"}}, None)

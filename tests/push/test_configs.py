@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
+from pathlib import Path
 
 import pytest
 
@@ -93,3 +94,31 @@ async def test_create_refuses_bad_fields(notifier: PushNotifier, bad: dict[str, 
         await notifier.create("t1", "", "", config(URL, config_id, **fields))  # type: ignore[arg-type]
     assert "Evil" not in str(caught.value)
     assert await notifier.list("t1") == (await notifier.list("empty"))
+
+
+async def test_a_sqlite_file_from_before_dialects_reads_its_configs_as_1_0(tmp_path: Path) -> None:
+    """A push store file written before ``push_configs.dialect`` existed gets the column on
+    open; its configs are 1.0's."""
+    import sqlite3
+
+    from a2a.protocol.codec import encode
+    from a2a.server.push.sqlite import SQLitePushStore
+    from a2a.types import TaskPushNotificationConfig
+
+    path = tmp_path / "old.db"
+    with sqlite3.connect(path) as conn:
+        conn.execute(
+            "CREATE TABLE push_configs (task_id TEXT NOT NULL, config_id TEXT NOT NULL, owner TEXT NOT NULL, "
+            "tenant TEXT NOT NULL, failures INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0, "
+            "body BLOB NOT NULL, PRIMARY KEY (task_id, config_id))"
+        )
+        body = encode(TaskPushNotificationConfig(url="https://hooks.example/a", id="c1", task_id="t1"))
+        conn.execute(
+            "INSERT INTO push_configs (task_id, config_id, owner, tenant, body) VALUES ('t1', 'c1', '', '', ?)", (body,)
+        )
+    store = SQLitePushStore(path)
+    try:
+        got = await store.get_config("t1", "c1")
+        assert got is not None and got.dialect == "" and got.config.url == "https://hooks.example/a"
+    finally:
+        await store.close()

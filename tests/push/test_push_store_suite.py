@@ -221,3 +221,17 @@ async def test_record_repr_hides_secrets(push_store: PushStore) -> None:
     got = await push_store.get_config("t1", "a")
     shown = repr(got)
     assert "t1" in shown and "tok-secret" not in shown and "cred-secret" not in shown
+
+
+async def test_the_dialect_a_config_was_registered_in_is_kept(push_store: PushStore) -> None:
+    """A config registered in A2A 0.3 keeps saying so (its webhook is sent 0.3 tasks); the
+    default, and every config stored before the field existed, is 1.0 (``""``)."""
+    old = _record("t1", "c1")
+    legacy = PushConfigRecord(_record("t1", "c2").config, owner="alice", tenant="acme", dialect="0.3")
+    await _put(push_store, old, legacy)
+    assert [(r.config_id, r.dialect) for r in await push_store.list_configs("t1")] == [("c1", ""), ("c2", "0.3")]
+    got = await push_store.get_config("t1", "c2")
+    assert got is not None and got.dialect == "0.3"
+    await push_store.enqueue("t1", 1, b"{}", max_pending=10)
+    pending = await push_store.next_delivery("t1", "c2")
+    assert pending is not None and pending.record.dialect == "0.3"

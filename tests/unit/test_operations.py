@@ -321,3 +321,54 @@ def test_a_new_operation_is_one_edit() -> None:
     assert rest.build(title, t.GetTaskRequest(id="t1", tenant="acme")).path == "acme/tasks/t1:title"
     with pytest.raises(e.MethodNotFoundError):
         rest.match("tasks/t1:title", "GET")  # the A2A table itself is unchanged
+
+
+# 0.3's HTTP+JSON errors: a2a-sdk 0.3 sends {"message"} with a status of its own table; the JS
+# SDK 0.3 sends {"code", "message", "data"} with the JSON-RPC code. One reading of both.
+@pytest.mark.parametrize(
+    ("status", "cls"),
+    [
+        (400, e.InvalidRequestError),
+        (401, e.AuthenticationRequiredError),
+        (404, e.TaskNotFoundError),
+        (409, e.TaskNotCancelableError),
+        (415, e.ContentTypeNotSupportedError),
+        (422, e.InvalidParamsError),
+        (500, e.InternalError),
+        (501, e.UnsupportedOperationError),
+        (502, e.InvalidAgentResponseError),
+    ],
+)
+def test_a_0_3_rest_error_is_typed_by_its_status(status: int, cls: type[e.ProtocolError]) -> None:
+    error = rest.decode_error(b'{"message": "what went wrong"}', status)
+    assert type(error) is cls and error.message == "what went wrong"
+
+
+def test_a_0_3_rest_error_is_typed_by_its_json_rpc_code_first() -> None:
+    body = b'{"code": -32002, "message": "Task t1 cannot be canceled", "data": {"taskId": "t1"}}'
+    error = rest.decode_error(body, 409)
+    assert type(error) is e.TaskNotCancelableError and error.data == {"taskId": "t1"}
+    # The code wins over the status; an event of a stream has no status.
+    assert type(rest.decode_error(b'{"code": -32001, "message": "gone"}', 400)) is e.TaskNotFoundError
+    assert type(rest.decode_error(b'{"code": -32004, "message": "no"}')) is e.UnsupportedOperationError
+    # An HTTP status put in ``code`` is read as one.
+    assert type(rest.decode_error(b'{"code": 404, "message": "no task"}')) is e.TaskNotFoundError
+
+
+@pytest.mark.parametrize(
+    ("body", "status"),
+    [
+        (b'{"message": "x"}', None),  # nothing says what it is
+        (b'{"message": "busy"}', 503),  # a status of no A2A error: reported as HTTP by the transport
+        (b'{"detail": "Not Found"}', 404),  # a framework's own 404, not an A2A error body
+        (b"Not Found", 404),
+    ],
+)
+def test_what_is_no_0_3_rest_error_decodes_to_none(body: bytes, status: int | None) -> None:
+    assert rest.decode_error(body, status) is None
+
+
+def test_a_1_0_rest_error_without_a_reason_is_typed_by_its_code() -> None:
+    error = rest.decode_error(b'{"error": {"code": 404, "message": "no task"}}')
+    assert type(error) is e.TaskNotFoundError
+    assert type(rest.decode_error(b'{"error": {"code": 503, "message": "busy"}}')) is e.InternalError

@@ -29,6 +29,10 @@ SSE ``data``. Headers:
 - ``X-A2A-Notification-Token: <token>`` when the config has a ``token``;
 - ``User-Agent: a2a-net push notifier``.
 
+A config registered in A2A 0.3 (``PushConfigRecord.dialect``) is sent, for each event, the
+whole task in 0.3's shape instead (what 0.3 servers push), ``Content-Type: application/json``,
+with the same headers, order and retries: see ``v03.push_task_to_v03``.
+
 **Delivered** means a 2xx answer. Anything else is a failed attempt: 3xx (redirects are never
 followed), 4xx, 5xx, a connection error, no answer within the attempt timeout, or a refusal by
 the outbound guard. At most 64 KiB of the answer's body is read, then dropped.

@@ -23,7 +23,7 @@ import re
 import ssl
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import httpx
@@ -31,6 +31,8 @@ import msgspec
 
 from ...backoff import Backoff, parse_retry_after
 from ...errors import InvalidParamsError
+from ...protocol import v03
+from ...protocol.codec import encode
 from ...protocol.rest import MEDIA_TYPE
 from ...ssrf import (
     ForbiddenTargetError,
@@ -41,7 +43,7 @@ from ...ssrf import (
     UnresolvableTargetError,
     check_url,
 )
-from ...types import ListTaskPushNotificationConfigsResponse, TaskPushNotificationConfig
+from ...types import ListTaskPushNotificationConfigsResponse, Task, TaskPushNotificationConfig
 from ..events import LoggedEvent
 from .store import PendingDelivery, PushConfigRecord, PushStore, QueueKey
 
@@ -164,6 +166,9 @@ class PushNotifier:
         self._running = False
         #: Told the outcome of every delivery attempt (``True``: delivered), e.g. for metrics.
         self.on_attempt: Callable[[bool], None] | None = None
+        #: The task as stored now, for the webhooks of configs registered in A2A 0.3 (sent the
+        #: whole task, as 0.3 servers push it); the request handler sets it.
+        self.task_view: Callable[[str], Awaitable[Task | None]] | None = None
 
     # ---- lifecycle ----------------------------------------------------------------------
 
@@ -231,10 +236,11 @@ class PushNotifier:
     # ---- the four config operations ------------------------------------------------------
 
     async def create(
-        self, task_id: str, owner: str, tenant: str, config: TaskPushNotificationConfig
+        self, task_id: str, owner: str, tenant: str, config: TaskPushNotificationConfig, *, dialect: str = ""
     ) -> TaskPushNotificationConfig:
         """Register (or, with an existing id, replace) a webhook of ``task_id``; returns it with
-        ``id`` (assigned if missing) and ``taskId`` set.
+        ``id`` (assigned if missing) and ``taskId`` set. ``dialect``: the protocol version the
+        registration came in (``""``: 1.0; ``"0.3"``: the webhook is sent 0.3 ``Task`` objects).
 
         Raises ``InvalidParamsError`` for a URL the guard refuses, bad header values, a
         ``taskId`` that is not ``task_id``, or a task that has ``max_configs_per_task`` already.
@@ -248,7 +254,7 @@ class PushNotifier:
         _check_fields(config_id, config)
         await self._check_target(config.url)
         stored = msgspec.structs.replace(config, id=config_id, task_id=task_id, tenant=tenant or config.tenant)
-        record = PushConfigRecord(stored, owner=owner, tenant=tenant)
+        record = PushConfigRecord(stored, owner=owner, tenant=tenant, dialect=dialect)
         if not await self.store.put_config(record, max_configs=self.policy.max_configs_per_task):
             raise InvalidParamsError(
                 f"task {task_id!r} already has {self.policy.max_configs_per_task} push notification configs, "
@@ -406,16 +412,29 @@ class PushNotifier:
                 return
             await asyncio.sleep(self.policy.backoff(failures, outcome.retry_after))
 
+    async def _body(self, item: PendingDelivery) -> tuple[bytes, str]:
+        """The request body and its media type: the event as stored (1.0), or for a config
+        registered in 0.3 the whole task in 0.3's shape (``v03.push_task_to_v03``)."""
+        if item.record.dialect != v03.LEGACY_VERSION:
+            return item.body, MEDIA_TYPE  # a push body is a StreamResponse, as REST frames it
+        event = msgspec.json.decode(item.body)
+        current = None
+        if "task" not in event and self.task_view is not None:
+            task = await self.task_view(item.record.task_id)
+            current = None if task is None else msgspec.to_builtins(task)
+        return encode(v03.push_task_to_v03(event, current)), "application/json"
+
     async def _attempt(self, item: PendingDelivery) -> _Outcome:
         assert self._transport is not None
         config = item.record.config
         try:
             async with asyncio.timeout(self.policy.attempt_timeout):
+                body, media_type = await self._body(item)
                 request = httpx.Request(
                     "POST",
                     config.url,
-                    content=item.body,
-                    headers=_headers(item.record, item.seq),
+                    content=body,
+                    headers=_headers(item.record, item.seq, media_type),
                     extensions={"timeout": self._timeout},
                 )
                 response = await self._transport.handle_async_request(request)
@@ -431,6 +450,8 @@ class PushNotifier:
             return _Outcome(False, f"refused by the outbound guard ({type(exc).__name__})")
         except (httpx.HTTPError, httpx.InvalidURL, OSError) as exc:
             return _Outcome(False, f"{type(exc).__name__}: {str(exc)[:200]}")
+        except (v03.V03Error, msgspec.DecodeError) as exc:  # an event 0.3 has no task for
+            return _Outcome(False, f"cannot be sent in A2A 0.3: {str(exc)[:200]}")
         status = response.status_code
         if 200 <= status < 300:
             return _Outcome(True)
@@ -458,10 +479,10 @@ class PushNotifier:
 # ---- helpers ------------------------------------------------------------------------------
 
 
-def _headers(record: PushConfigRecord, seq: int) -> dict[str, str]:
+def _headers(record: PushConfigRecord, seq: int, media_type: str) -> dict[str, str]:
     config = record.config
     headers = {
-        "Content-Type": MEDIA_TYPE,  # a push body is a StreamResponse, as REST frames it
+        "Content-Type": media_type,
         "User-Agent": USER_AGENT,
         EVENT_ID_HEADER: f"{record.task_id}:{seq}",
         SEQUENCE_HEADER: str(seq),

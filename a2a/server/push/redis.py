@@ -3,7 +3,7 @@
 Keys (under the same namespace as the task store, ``{ns}:push:...``, so they never meet its
 ``{ns}:task:`` / ``{ns}:idx:`` / ``{ns}:msg:`` / ``{ns}:ev:`` / ``{ns}:lease:`` keys):
 
-- ``{ns}:push:cfg:{taskId}``: a hash, config id → ``{"config", "owner", "tenant"}`` (JSON);
+- ``{ns}:push:cfg:{taskId}``: a hash, config id → ``{"config", "owner", "tenant", "dialect"}`` (JSON);
 - ``{ns}:push:st:{taskId}``: a hash, config id → consecutive failed attempts, ``-1`` once the
   config is declared failed (absent: 0);
 - ``{ns}:push:q:{h(taskId, configId)}``: a sorted set of pending deliveries, score = the event's
@@ -106,6 +106,8 @@ class _Stored(msgspec.Struct):
     config: TaskPushNotificationConfig
     owner: str = ""
     tenant: str = ""
+    #: Absent in configs stored before it existed: 1.0's.
+    dialect: str = ""
 
 
 def _h(task_id: str, config_id: str) -> str:
@@ -167,6 +169,7 @@ class RedisPushStore(PushStore):
             stored.config,
             owner=stored.owner,
             tenant=stored.tenant,
+            dialect=stored.dialect,
             failures=max(count, 0),
             failed=count == _FAILED,
         )
@@ -174,7 +177,7 @@ class RedisPushStore(PushStore):
     # ---- configs ----------------------------------------------------------------------
 
     async def put_config(self, record: PushConfigRecord, *, max_configs: int) -> bool:
-        value = encode(_Stored(record.config, record.owner, record.tenant))
+        value = encode(_Stored(record.config, record.owner, record.tenant, record.dialect))
         done = await self._put(
             keys=[self._cfg(record.task_id), self._st(record.task_id)], args=[record.config_id, value, max_configs]
         )

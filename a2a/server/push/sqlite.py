@@ -43,6 +43,7 @@ CREATE TABLE IF NOT EXISTS push_configs (
     failures INTEGER NOT NULL DEFAULT 0,
     failed INTEGER NOT NULL DEFAULT 0,
     body BLOB NOT NULL,
+    dialect TEXT NOT NULL DEFAULT '',
     PRIMARY KEY (task_id, config_id)
 );
 CREATE TABLE IF NOT EXISTS push_deliveries (
@@ -61,7 +62,15 @@ CREATE TABLE IF NOT EXISTS push_leases (
 );
 """
 
-_CONFIG_COLUMNS = "owner, tenant, failures, failed, body"
+_CONFIG_COLUMNS = "owner, tenant, failures, failed, body, dialect"
+
+
+def _migrate(conn: sqlite3.Connection) -> None:
+    """A file written before ``push_configs.dialect`` existed gets the column: its configs were
+    all registered in 1.0 (``''``)."""
+    columns = [row[1] for row in conn.execute("PRAGMA table_info(push_configs)")]
+    if columns and "dialect" not in columns:
+        conn.execute("ALTER TABLE push_configs ADD COLUMN dialect TEXT NOT NULL DEFAULT ''")
 
 
 class SQLitePushStore(PushStore):
@@ -76,6 +85,7 @@ class SQLitePushStore(PushStore):
             self.path,
             durability=durability,
             schema=_SCHEMA,
+            migrate=_migrate,
             thread_name="a2a-sqlite-push",
             # Alone on the file, without fsync: batches commit on the loop's thread (SQLiteWorker).
             inline=exclusive and durability == "normal",
@@ -90,9 +100,14 @@ class SQLitePushStore(PushStore):
         return await self._db.write(fn)
 
     def _record(self, row: tuple[Any, ...]) -> PushConfigRecord:
-        owner, tenant, failures, failed, body = row
+        owner, tenant, failures, failed, body, dialect = row
         return PushConfigRecord(
-            self._config_decoder.decode(body), owner=owner, tenant=tenant, failures=failures, failed=bool(failed)
+            self._config_decoder.decode(body),
+            owner=owner,
+            tenant=tenant,
+            failures=failures,
+            failed=bool(failed),
+            dialect=dialect,
         )
 
     def _may_have_configs(self, task_id: str) -> bool:
@@ -129,7 +144,7 @@ class SQLitePushStore(PushStore):
     # ---- configs ----------------------------------------------------------------------
 
     async def put_config(self, record: PushConfigRecord, *, max_configs: int) -> bool:
-        values = (record.task_id, record.config_id, record.owner, record.tenant, encode(record.config))
+        values = (record.task_id, record.config_id, record.owner, record.tenant, encode(record.config), record.dialect)
 
         def write(conn: sqlite3.Connection) -> bool:
             others = conn.execute(
@@ -138,9 +153,10 @@ class SQLitePushStore(PushStore):
             if others >= max_configs:
                 return False
             conn.execute(
-                "INSERT INTO push_configs (task_id, config_id, owner, tenant, body) VALUES (?, ?, ?, ?, ?) "
+                "INSERT INTO push_configs (task_id, config_id, owner, tenant, body, dialect) "
+                "VALUES (?, ?, ?, ?, ?, ?) "
                 "ON CONFLICT(task_id, config_id) DO UPDATE SET owner=excluded.owner, tenant=excluded.tenant, "
-                "body=excluded.body, failures=0, failed=0",
+                "body=excluded.body, dialect=excluded.dialect, failures=0, failed=0",
                 values,
             )
             return True
@@ -223,7 +239,8 @@ class SQLitePushStore(PushStore):
 
         def read(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
             row: tuple[Any, ...] | None = conn.execute(
-                "SELECT d.seq, d.body, c.owner, c.tenant, c.failures, c.failed, c.body FROM push_deliveries d "
+                "SELECT d.seq, d.body, c.owner, c.tenant, c.failures, c.failed, c.body, c.dialect "
+                "FROM push_deliveries d "
                 "LEFT JOIN push_configs c ON c.task_id = d.task_id AND c.config_id = d.config_id "
                 "WHERE d.task_id = ? AND d.config_id = ? ORDER BY d.seq LIMIT 1",
                 key,

@@ -42,6 +42,9 @@ class PushConfigRecord:
     failures: int = 0
     #: Declared failed: nothing more is queued or sent for it until it is registered again.
     failed: bool = False
+    #: The protocol version it was registered in (``""``: 1.0, ``"0.3"``): what its webhook
+    #: is sent (``PushNotifier``). Configs stored before this field existed are 1.0's.
+    dialect: str = ""
 
     @property
     def task_id(self) -> str:
@@ -55,7 +58,7 @@ class PushConfigRecord:
         # Never the token or the credentials: records end up in logs and tracebacks.
         return (
             f"PushConfigRecord(task_id={self.task_id!r}, config_id={self.config_id!r}, owner={self.owner!r}, "
-            f"tenant={self.tenant!r}, failures={self.failures}, failed={self.failed})"
+            f"tenant={self.tenant!r}, failures={self.failures}, failed={self.failed}, dialect={self.dialect!r})"
         )
 
 

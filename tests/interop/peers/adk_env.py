@@ -37,10 +37,10 @@ class AdkRelease:
         """This release's venv python, built on first use (about a minute cold)."""
         return common.venv_python(f"adk-{self.version}", self.requirements)
 
-    def start_server(self, *args: str) -> tuple[subprocess.Popen[str], str]:
+    def start_server(self, *args: str, token: str | None = None) -> tuple[subprocess.Popen[str], str]:
         """The ADK echo agent via ``to_a2a()`` on a free port (``--streaming``: a card declaring
-        streaming); returns the process and its base URL."""
-        cmd = [str(self.python()), str(HERE / "echo_server.py"), *args]
+        streaming; ``token``: behind a bearer token check); returns the process and its base URL."""
+        cmd = [str(self.python()), str(HERE / "echo_server.py"), *args] + (["--token", token] if token else [])
         return common.start(cmd, what=f"ADK {self.version} to_a2a server", timeout=120)
 
     def run_remote_agent(

@@ -24,9 +24,11 @@ def python() -> Path:
     return common.venv_python("fasta2a-2.1.1", REQUIREMENTS)
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The fasta2a echo agent on a free port; returns the process and its base URL."""
-    return common.start([str(python()), str(HERE / "echo_server.py")], what="fasta2a server")
+def start_server(token: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The fasta2a echo agent on a free port (``token``: behind a bearer token check); returns
+    the process and its base URL."""
+    cmd = [str(python()), str(HERE / "echo_server.py")] + (["--token", token] if token else [])
+    return common.start(cmd, what="fasta2a server")
 
 
 def run_client(url: str, scenario: str, timeout: float = 60.0) -> list[dict[str, Any]]:

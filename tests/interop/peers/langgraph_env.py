@@ -10,6 +10,7 @@ supervisor's Studio test runs it too), so it runs from our venv's ``langgraph`` 
 from __future__ import annotations
 
 import json
+import secrets
 import shutil
 import subprocess
 import sys
@@ -28,11 +29,16 @@ START_TIMEOUT = 90.0  # `langgraph dev` imports a lot before it serves
 
 @dataclass(frozen=True)
 class LangGraphServer:
-    """A running ``langgraph dev``: its base URL and the A2A URL of the echo graph's assistant."""
+    """A running ``langgraph dev``: its base URL, the A2A URL of the echo graph's assistant, and
+    the ``secure`` graph's (the same graph; LangGraph's custom auth, ``langgraph/auth.py``,
+    requires ``Bearer token`` there) with its id."""
 
     url: str
     a2a_url: str
     log: Path
+    secure_a2a_url: str
+    secure_assistant_id: str
+    token: str
 
 
 def _langgraph() -> str:
@@ -66,7 +72,10 @@ def start_server() -> tuple[subprocess.Popen[bytes], LangGraphServer]:
     port = common.free_port()
     log = work / "langgraph-dev.log"
     cmd = [_langgraph(), "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload"]
-    env = common.peer_environ({"LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1"})
+    token = secrets.token_urlsafe(24)
+    env = common.peer_environ(
+        {"LANGSMITH_TRACING": "false", "LANGGRAPH_CLI_NO_ANALYTICS": "1", "A2A_NET_LANGGRAPH_TOKEN": token}
+    )
     with log.open("wb") as out:  # the child keeps its own descriptor
         proc = subprocess.Popen(cmd, cwd=work, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -76,6 +85,7 @@ def start_server() -> tuple[subprocess.Popen[bytes], LangGraphServer]:
             raise RuntimeError(f"langgraph dev exited (code {proc.returncode}):\n{log.read_text()[-3000:]}")
         try:
             (assistant,) = json.loads(_get(f"{url}/assistants/search", {"graph_id": GRAPH_ID}))
+            (secure,) = json.loads(_get(f"{url}/assistants/search", {"graph_id": "secure"}))
             break
         except (urllib.error.URLError, ConnectionError, TimeoutError, ValueError):
             if time.monotonic() > deadline:
@@ -84,7 +94,10 @@ def start_server() -> tuple[subprocess.Popen[bytes], LangGraphServer]:
                     f"langgraph dev not ready within {START_TIMEOUT}s:\n{log.read_text()[-3000:]}"
                 ) from None
             time.sleep(0.3)
-    return proc, LangGraphServer(url, f"{url}/a2a/{assistant['assistant_id']}", log)
+    secure_id = secure["assistant_id"]
+    return proc, LangGraphServer(
+        url, f"{url}/a2a/{assistant['assistant_id']}", log, f"{url}/a2a/{secure_id}", secure_id, token
+    )
 
 
 def stop(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
