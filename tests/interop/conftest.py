@@ -178,9 +178,10 @@ def adk_streaming_url(adk: adk_env.AdkRelease, adk_server_url: str) -> Iterator[
 
 @pytest.fixture(scope="session")
 def adk_auth_server(adk: adk_env.AdkRelease) -> Iterator[AuthServer]:
-    """The same ADK agent behind a bearer token check (``to_a2a()`` has none of its own)."""
+    """The same ADK agent behind a bearer token check (``to_a2a()`` has none of its own), with
+    a card declaring streaming (ADK 1.x's own does not)."""
     token = secrets.token_urlsafe(24)
-    proc, url = adk.start_server(token=token)
+    proc, url = adk.start_server(*(() if adk.streams_by_default else ("--streaming",)), token=token)
     try:
         yield AuthServer(url, token)
     finally:
