@@ -268,7 +268,8 @@ async def fanout(items: int, agents: int, tmp: Path) -> None:
                     max_steps=10 * items,
                     checkpoint=checkpoint,
                 ) as sup:
-                    await sup.run("warm up")
+                    # Warmed up by one item per agent (each opens its connection first).
+                    await sup.run("\n".join(f"work on warm-up item {i}" for i in range(len(agents))))
                     began = time.perf_counter()
                     result = await sup.run(objective)
                     wall = time.perf_counter() - began
