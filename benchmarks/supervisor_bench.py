@@ -13,8 +13,10 @@ planning, the LangGraph steps, checkpoints, events, the delegation machinery.
    SQLite checkpointer, and for an in-process agent (no network at all).
 2. **Fan-out.** 100 independent items against 10 echo agents (``strategy: parallel``), at
    ``max_concurrency`` 10 and 100: wall time, items per second, and how the items were spread.
-3. **Scaling.** The overhead per item for runs of 1 to 1,000 items (``--sizes``), in-process, with
-   the in-memory and the SQLite checkpointer.
+3. **Scaling.** The overhead per delegation for runs of 1 to 1,000 items (``--sizes``), in-process,
+   with the in-memory and the SQLite checkpointer, over ``--rounds`` rounds: wall and CPU time,
+   the run's fixed cost apart (a run with no delegation, measured in the same round), and the load
+   average (other programs sharing the cores make the wall-time figures noisy).
 """
 
 from __future__ import annotations
@@ -93,89 +95,159 @@ async def echo_agents(count: int) -> AsyncIterator[list[str]]:
                 await child.wait()
 
 
-async def bare_client(url: str, n: int, text: str) -> float:
-    """Seconds per message for a bare streamed send (the floor)."""
+#: An objective the offline planner makes one step of that no agent can do: a run with no
+#: delegation, whose time is the run's fixed cost (discovery, plan, answer, their checkpoints).
+NOTHING = "bake a cake"
+
+
+async def timed(run: Any) -> tuple[float, float, Any]:
+    """Wall and CPU seconds (the whole process: the in-process agent and SQLite's thread too) of ``run``."""
+    wall, cpu = time.perf_counter(), time.process_time()
+    result = await run
+    return time.perf_counter() - wall, time.process_time() - cpu, result
+
+
+async def bare_local(n: int, text: str) -> tuple[float, float]:
+    """Wall and CPU seconds per message of a bare in-process client (the floor without network)."""
+    async with local_client(load_example("echo_agent.py")) as client:
+        async for _ in client.stream(text):
+            pass
+
+        async def send_all() -> None:
+            for _ in range(n):
+                async for _ in client.stream(text):
+                    pass
+
+        wall, cpu, _ = await timed(send_all())
+    return wall / n, cpu / n
+
+
+def spread(values: list[float]) -> str:
+    """min / median, in ms."""
+    return f"{min(values) * 1e3:5.2f} / {statistics.median(values) * 1e3:5.2f}"
+
+
+async def bare_client(url: str, n: int, text: str) -> tuple[float, float]:
+    """Wall and CPU seconds per message of a bare streamed send (the floor)."""
     async with A2AClient(url, retry=RetryPolicy.none()) as client:
         await client.get_card()
         async for _ in client.stream(text):
             pass
-        began = time.perf_counter()
-        for _ in range(n):
-            async for _ in client.stream(text):
-                pass
-        return (time.perf_counter() - began) / n
+
+        async def send_all() -> None:
+            for _ in range(n):
+                async for _ in client.stream(text):
+                    pass
+
+        wall, cpu, _ = await timed(send_all())
+    return wall / n, cpu / n
 
 
-async def supervised(agents: list[Any], n: int, text: str, **settings: Any) -> float:
-    """Seconds per item when the supervisor runs ``n`` items (``text`` each) one by one."""
+async def supervised(agents: list[Any], n: int, text: str, **settings: Any) -> tuple[float, float]:
+    """Wall and CPU seconds per item when the supervisor runs ``n`` items (``text`` each) one by one."""
     objective = "\n".join(text for _ in range(n))
     async with Supervisor(agents, max_steps=10 * n, **settings) as sup:
         await sup.run(text)
-        began = time.perf_counter()
-        result = await sup.run(objective)
-        elapsed = time.perf_counter() - began
+        wall, cpu, result = await timed(sup.run(objective))
     assert result.status == "completed", result.final[-500:]
-    return elapsed / n
+    return wall / n, cpu / n
 
 
 #: What each item asks the echo agent: a plain message back, or a task that streams 2 chunks.
 SHAPES = {"message reply": "work on an item", "task (2 chunks)": "stream:2"}
 
 
-async def overhead(n: int, tmp: Path) -> None:
+async def overhead(n: int, rounds: int, tmp: Path) -> None:
+    """Per item over HTTP (the agent in its own process) and in-process, minus the bare client's
+    median; wall and the supervisor process's CPU, min / median of ``rounds``."""
     print(f"\n1. Overhead per delegation ({n} items, one after another, offline planner, echo agent)")
+    print("   (min / median of rounds, ms per item: overhead wall | overhead CPU of this process)")
     async with echo_agents(1) as (url,):
         for shape, text in SHAPES.items():
-            floor = statistics.median([await bare_client(url, n, text) for _ in range(3)])
-            print(f"   [{shape}] bare A2AClient.stream over HTTP          {floor * 1e3:6.2f} ms per message")
-            for label, checkpoint in (
-                ("memory", {"backend": "memory"}),
-                ("sqlite", {"backend": "sqlite", "path": str(tmp / f"b{len(text)}.sqlite")}),
-            ):
-                per = await supervised([echo_config(url)], n, text, strategy="sequential", checkpoint=checkpoint)
+            floors = [await bare_client(url, n, text) for _ in range(rounds)]
+            floor_wall, floor_cpu = (statistics.median(f[i] for f in floors) for i in (0, 1))
+            print(
+                f"   [{shape}] bare A2AClient.stream over HTTP: {floor_wall * 1e3:5.2f} ms wall, "
+                f"{floor_cpu * 1e3:5.2f} CPU"
+            )
+            for label in ("memory", "sqlite"):
+                runs = []
+                for r in range(rounds):
+                    checkpoint: dict[str, Any] = {"backend": label}
+                    if label == "sqlite":
+                        checkpoint["path"] = str(tmp / f"b{len(text)}-{r}.sqlite")
+                    runs.append(
+                        await supervised([echo_config(url)], n, text, strategy="sequential", checkpoint=checkpoint)
+                    )
                 print(
-                    f"   [{shape}] supervisor over HTTP, {label:6} checkpoints {per * 1e3:6.2f} ms per item "
-                    f"(overhead {(per - floor) * 1e3:5.2f} ms)"
+                    f"   [{shape}] supervisor over HTTP, {label:6} checkpoints: overhead "
+                    f"{spread([w - floor_wall for w, _ in runs])} wall | {spread([c - floor_cpu for _, c in runs])} CPU"
+                    f"  (load {os.getloadavg()[0]:.1f})"
                 )
     for shape, text in SHAPES.items():
-        async with local_client(load_example("echo_agent.py")) as client:
-            async for _ in client.stream(text):
-                pass
-            began = time.perf_counter()
-            for _ in range(n):
-                async for _ in client.stream(text):
-                    pass
-            floor = (time.perf_counter() - began) / n
-        print(f"   [{shape}] bare in-process client                 {floor * 1e3:6.2f} ms per message")
-        per = await supervised([echo_config()], n, text, strategy="sequential", checkpoint={"backend": "memory"})
+        floors = [await bare_local(n, text) for _ in range(rounds)]
+        floor_wall, floor_cpu = (statistics.median(f[i] for f in floors) for i in (0, 1))
+        runs = [
+            await supervised([echo_config()], n, text, strategy="sequential", checkpoint={"backend": "memory"})
+            for _ in range(rounds)
+        ]
         print(
-            f"   [{shape}] supervisor in-process, memory checkpoints {per * 1e3:6.2f} ms per item "
-            f"(overhead {(per - floor) * 1e3:5.2f} ms)"
+            f"   [{shape}] in-process (bare {floor_wall * 1e3:4.2f} ms), memory checkpoints: overhead "
+            f"{spread([w - floor_wall for w, _ in runs])} wall | {spread([c - floor_cpu for _, c in runs])} CPU"
         )
 
 
-async def scaling(sizes: list[int], tmp: Path) -> None:
-    """Overhead per item as the run grows (in-process echo agent: no network in the figure)."""
-    print(f"\n3. Overhead per item by run size (in-process echo agent, one after another): {sizes}")
+async def scaling(sizes: list[int], rounds: int, tmp: Path) -> None:
+    """Overhead per delegation as the run grows (in-process echo agent: no network in the figure).
+
+    Each round is a new ``Supervisor`` (warmed up by one run), then a run with no delegation (the
+    run's fixed cost, T0) and the run of n items (Tn), repeated for small n (averages of about 100
+    delegations). Overhead per delegation: (Tn - T0) / n minus
+    a bare client call; per item of the whole run: Tn / n minus a bare client call. Wall time is
+    what a user waits; CPU time (the process's, all threads) is what the supervisor costs, and is
+    the steadier figure when other programs share the cores."""
+    print(f"\n3. Overhead per delegation by run size (in-process echo agent, one after another): {sizes}")
     text = "work on an item"
-    async with local_client(load_example("echo_agent.py")) as client:
-        async for _ in client.stream(text):
-            pass
-        began = time.perf_counter()
-        for _ in range(200):
-            async for _ in client.stream(text):
-                pass
-        floor = (time.perf_counter() - began) / 200
-    print(f"   bare in-process client {floor * 1e3:6.2f} ms per message")
-    for n in sizes:
-        for label, checkpoint in (
-            ("memory", {"backend": "memory"}),
-            ("sqlite", {"backend": "sqlite", "path": str(tmp / f"scale{n}.sqlite")}),
-        ):
-            per = await supervised([echo_config()], n, text, strategy="sequential", checkpoint=checkpoint)
-            overhead_ms = (per - floor) * 1e3
+    floors = [await bare_local(200, text) for _ in range(rounds)]
+    floor_wall = statistics.median(f[0] for f in floors)
+    floor_cpu = statistics.median(f[1] for f in floors)
+    print(f"   bare in-process client: {floor_wall * 1e3:5.2f} ms wall, {floor_cpu * 1e3:5.2f} ms CPU per message")
+    print(
+        "   items  checkpoints  | overhead per delegation, ms (min / median of rounds) | per item of the whole run,"
+        " wall | fixed cost per run, wall / CPU | load"
+    )
+    print("                        |    wall        CPU")
+    for label in ("memory", "sqlite"):
+        for n in sizes:
+            wall, cpu, whole, fixed_wall, fixed_cpu, loads = [], [], [], [], [], []
+            for r in range(rounds):
+                checkpoint: dict[str, Any] = {"backend": label}
+                if label == "sqlite":
+                    checkpoint["path"] = str(tmp / f"scale{n}-{r}.sqlite")
+                # Small runs are repeated (a run with no delegation, then one of n items, in turn)
+                # until a round holds about 100 delegations: one run of 1 item is all noise.
+                reps = max(1, 100 // n)
+                w = c = w0 = c0 = 0.0
+                async with Supervisor(
+                    [echo_config()], max_steps=10 * n + 10, strategy="sequential", checkpoint=checkpoint
+                ) as sup:
+                    await sup.run(text)
+                    for _ in range(reps):
+                        w0_, c0_, _ = await timed(sup.run(NOTHING))
+                        w_, c_, result = await timed(sup.run("\n".join(text for _ in range(n))))
+                        assert result.status == "completed", result.final[-500:]
+                        assert len(result.delegations) == n, len(result.delegations)
+                        w, c, w0, c0 = w + w_ / reps, c + c_ / reps, w0 + w0_ / reps, c0 + c0_ / reps
+                wall.append((w - w0) / n - floor_wall)
+                cpu.append((c - c0) / n - floor_cpu)
+                whole.append(w / n - floor_wall)
+                fixed_wall.append(w0)
+                fixed_cpu.append(c0)
+                loads.append(os.getloadavg()[0])
             print(
-                f"   {n:5} items, {label:6} checkpoints: {per * 1e3:7.2f} ms per item (overhead {overhead_ms:6.2f} ms)"
+                f"   {n:5}  {label:11}  |  {spread(wall)}  {spread(cpu)}  |  {spread(whole)}  |"
+                f"  {statistics.median(fixed_wall) * 1e3:5.1f} / {statistics.median(fixed_cpu) * 1e3:5.1f} ms"
+                f"  |  {min(loads):.1f}-{max(loads):.1f}"
             )
 
 
@@ -196,7 +268,8 @@ async def fanout(items: int, agents: int, tmp: Path) -> None:
                     max_steps=10 * items,
                     checkpoint=checkpoint,
                 ) as sup:
-                    await sup.run("warm up")
+                    # Warmed up by one item per agent (each opens its connection first).
+                    await sup.run("\n".join(f"work on warm-up item {i}" for i in range(len(agents))))
                     began = time.perf_counter()
                     result = await sup.run(objective)
                     wall = time.perf_counter() - began
@@ -213,15 +286,16 @@ async def main() -> None:
     parser.add_argument("--items", type=int, default=200, help="items for the overhead measurement")
     parser.add_argument("--fanout", type=int, default=100, help="items for the fan-out")
     parser.add_argument("--agents", type=int, default=10, help="agents for the fan-out")
-    parser.add_argument("--sizes", default="1,10,100,300,1000", help="run sizes for the scaling figures")
+    parser.add_argument("--sizes", default="1,10,100,1000", help="run sizes for the scaling figures")
+    parser.add_argument("--rounds", type=int, default=3, help="rounds of each overhead figure (min / median shown)")
     parser.add_argument("--only", choices=["overhead", "scaling", "fanout"], help="run one part only")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
         if args.only in (None, "overhead"):
-            await overhead(args.items, Path(tmp))
+            await overhead(args.items, args.rounds, Path(tmp))
         if args.only in (None, "scaling"):
-            await scaling([int(n) for n in args.sizes.split(",")], Path(tmp))
+            await scaling([int(n) for n in args.sizes.split(",")], args.rounds, Path(tmp))
         if args.only in (None, "fanout"):
             await fanout(args.fanout, args.agents, Path(tmp))
 

@@ -317,6 +317,9 @@ class CheckpointConfig(_Model):
     backend: Literal["sqlite", "memory", "none"] = "sqlite"
     #: The SQLite file (default: ``$A2A_SUPERVISOR_DB`` or ``~/.local/state/a2a-net/supervisor.sqlite``).
     path: str | None = None
+    #: Seconds a change of a delegation (started, its task id known, ended) may wait for its
+    #: checkpoint, so that one step saves every change of that interval; 0: one step per change.
+    interval: float = Field(0.05, ge=0.0, le=60.0)
 
     def resolved_path(self) -> Path:
         if self.path:

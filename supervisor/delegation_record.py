@@ -82,7 +82,15 @@ class Delegation:
     # ---- the graph's state --------------------------------------------------------------
 
     def as_state(self) -> DelegationData:
-        return dataclasses.asdict(self)
+        # Field by field, containers copied one level: ``dataclasses.asdict`` copied every value
+        # recursively, which cost as much as the rest of recording a delegation. The record never
+        # changes a container in place (it assigns new ones), so one level is enough.
+        data = {name: getattr(self, name) for name in _FIELDS}
+        for name in ("arguments", "artifacts", "tools"):
+            value = data[name]
+            if value is not None:
+                data[name] = value.copy()
+        return data
 
     @classmethod
     def from_state(cls, data: Mapping[str, Any]) -> Delegation:
@@ -157,3 +165,7 @@ class Delegation:
 def delegations_in(state: Mapping[str, Any]) -> list[Delegation]:
     """The delegations a graph state holds, in the order they were recorded."""
     return [Delegation.from_state(data) for data in (state.get("delegations") or {}).values()]
+
+
+#: The fields of a ``Delegation``, in order (what ``as_state`` writes).
+_FIELDS = tuple(f.name for f in dataclasses.fields(Delegation))

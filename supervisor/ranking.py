@@ -9,6 +9,7 @@ stop words. Ties keep catalog order. No model, no network: the same answer every
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections import Counter
@@ -36,7 +37,13 @@ def _stem(word: str) -> str:
 
 def terms(text: str) -> list[str]:
     """The words of ``text`` as the ranker sees them."""
-    return [_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP]
+    return list(_terms(text))
+
+
+@functools.lru_cache(maxsize=4096)
+def _terms(text: str) -> tuple[str, ...]:
+    # The same skill texts are read for every step routed and every item started: remembered.
+    return tuple(_stem(w) for w in _WORD.findall(text.lower().replace("_", " ")) if w not in _STOP)
 
 
 @dataclass(frozen=True)
@@ -51,12 +58,12 @@ class SkillDoc:
     examples: Sequence[str]
     agent_description: str
 
-    def fields(self) -> dict[str, list[str]]:
+    def fields(self) -> dict[str, Sequence[str]]:
         return {
-            "title": terms(" ".join([self.skill_id or "", self.skill_name, *self.tags])),
-            "body": terms(" ".join([self.skill_description, *self.examples])),
-            "agent": terms(self.agent),
-            "agent_body": terms(self.agent_description),
+            "title": _terms(" ".join([self.skill_id or "", self.skill_name, *self.tags])),
+            "body": _terms(" ".join([self.skill_description, *self.examples])),
+            "agent": _terms(self.agent),
+            "agent_body": _terms(self.agent_description),
         }
 
 
@@ -74,7 +81,7 @@ def rank(query: str, docs: Iterable[SkillDoc], k: int | None = None) -> list[Mat
     docs = list(docs)
     if not docs:
         return []
-    wanted = set(terms(query))
+    wanted = set(_terms(query))
     indexed = [(doc, doc.fields()) for doc in docs]
     lengths = [sum(len(f) for f in fields.values()) for _, fields in indexed]
     average = (sum(lengths) / len(lengths)) or 1.0

@@ -113,6 +113,7 @@ class AgentEntry:
     etag: str | None = None
     expires_at: float = 0.0
     _close: list[Callable[[], Any]] = field(default_factory=list)
+    _skills: tuple[tuple[Any, ...], list[SkillInfo]] | None = field(default=None, repr=False, compare=False)
 
     @property
     def name(self) -> str:
@@ -139,10 +140,17 @@ class AgentEntry:
 
     @property
     def skills(self) -> list[SkillInfo]:
-        modes = self.card.default_input_modes if self.card else ["text/plain"]
-        if self.config.skills is not None:
-            return [SkillInfo.of(s, modes) for s in self.config.skills]
-        return [SkillInfo.of(s, modes) for s in (self.card.skills if self.card else [])]
+        # Read for every step routed and every item started: built again only when the card or
+        # the configuration it comes from is another object.
+        key = (self.card, self.config, self.config.skills)
+        if self._skills is None or any(a is not b for a, b in zip(self._skills[0], key, strict=True)):
+            modes = self.card.default_input_modes if self.card else ["text/plain"]
+            if self.config.skills is not None:
+                skills = [SkillInfo.of(s, modes) for s in self.config.skills]
+            else:
+                skills = [SkillInfo.of(s, modes) for s in (self.card.skills if self.card else [])]
+            self._skills = (key, skills)
+        return list(self._skills[1])
 
     def skill(self, skill_id: str | None) -> SkillInfo | None:
         return next((s for s in self.skills if s.id == skill_id), None)

@@ -122,7 +122,9 @@ def _item(item: Item) -> TodoItem:
 def _per_agent(records: list[Delegation]) -> dict[str, AgentMetrics]:
     totals: dict[str, dict[str, Any]] = {}
     for r in records:
-        t = totals.setdefault(r.agent, asdict(AgentMetrics()))
+        t = totals.get(r.agent)
+        if t is None:  # (not ``setdefault``: that would build the zeros for every record)
+            t = totals[r.agent] = dict(vars(AgentMetrics()))  # its fields are numbers: no deep copy needed
         t["delegations"] += 1
         t["completed"] += r.state == "completed"
         t["failed"] += r.state != "completed"

@@ -48,7 +48,7 @@ from .config import (
 )
 from .delegation import Delegator
 from .delegation_record import ACTIVE_DELEGATION_STATES
-from .graph import build_graph
+from .graph import build_graph, compiled
 from .hooks import ApprovalHook, DelegationRequest, load_hooks
 from .model import ModelHandle, ModelUnavailableError, open_model
 from .nodes.discover import report_agents
@@ -294,7 +294,7 @@ class Supervisor:
         async with self._saver() as saver:
             if saver is None:
                 return []
-            snapshot = await build_graph().compile(checkpointer=saver).aget_state(self._graph_config(thread))
+            snapshot = await compiled(saver).aget_state(self._graph_config(thread))
         return [dict(turn) for turn in (snapshot.values or {}).get("history") or []]
 
     def cancel(self, run_id: str | None = None) -> None:
@@ -312,7 +312,7 @@ class Supervisor:
         async with self._saver() as saver:
             if saver is None:
                 return None
-            snapshot = await build_graph().compile(checkpointer=saver).aget_state(self._graph_config(run_id))
+            snapshot = await compiled(saver).aget_state(self._graph_config(run_id))
         return result_from_state(snapshot.values) if snapshot.values else None
 
     # ---- the driver ----------------------------------------------------------------------
@@ -349,6 +349,13 @@ class Supervisor:
             path = checkpoint.resolved_path()
             path.parent.mkdir(parents=True, exist_ok=True)
             async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
+                await saver.setup()  # the tables, and the WAL journal
+                # In WAL mode, NORMAL syncs the log to disk at its checkpoints rather than at every
+                # commit: a commit survives the process dying (the SQLite file is consistent and
+                # holds it), and only a power loss may take back the last commits. A resume then
+                # finds an older checkpoint and resends what followed with the same message ids,
+                # which the agents answer with the tasks they already have.
+                await saver.conn.execute("PRAGMA synchronous=NORMAL")
                 yield saver
 
     def _interactive(self, requested: bool | None) -> bool:
@@ -425,7 +432,7 @@ class Supervisor:
         objective, depth = run.objective, run.depth  # a resumed run takes them from its checkpoint
         settings = self.config.supervisor
         async with self._saver() as saver, open_model(settings, self._chat_model) as model:
-            graph = build_graph().compile(checkpointer=saver)
+            graph = compiled(saver)
             config = self._graph_config(run.thread_id)
             state: dict[str, Any] = {}
             if saver is not None:

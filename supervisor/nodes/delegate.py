@@ -10,6 +10,7 @@ restart, items that were running are picked up again by their remote task, never
 from __future__ import annotations
 
 import dataclasses
+import time
 from collections.abc import Sequence
 from typing import Any
 
@@ -18,12 +19,13 @@ from langgraph.types import interrupt
 
 from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
-from ..delegation_record import Delegation, DelegationData, delegations_in
+from ..delegation_record import Delegation, delegations_in
 from ..offline import PREVIOUS_TURN
 from ..runtime import RunContext, budget_exhausted, context_of, steps_used
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
 from ..workspace import FILE_SOURCE, Attachments, attachments, named_in, produced_files, run_files, workspace_file
+from .batch import BROKEN, StepBatch, may_start
 from .reflect import judge_by_rules
 from .todo import Update, item_event, items_of, note_result
 
@@ -32,39 +34,71 @@ __all__ = ["after_delegate", "delegate", "ready"]
 
 async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Update:
     rt = context_of(runtime)
-    items = items_of(state)
-    changed: dict[str, Item] = {}
-    records: dict[str, DelegationData] = {}
-    variables: dict[str, dict[str, Any]] = {}
-    contexts: dict[str, str] = {}
+    batch = StepBatch(rt, state)
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
     if stop is None:
-        _approvals(rt, items, changed)
-        _skip_blocked(rt, items, changed)
+        _approvals(rt, batch)
         # After a restart: items that were running have no delegation in this process yet.
-        for item in [i for i in items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
-            items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
-        steps_left = rt.settings.max_steps - steps_used(state)
-        for item in ready(rt, items)[: min(_capacity(rt), max(0, steps_left))]:
-            items[item["id"]] = changed[item["id"]] = _start(rt, state, item, items)
-        if rt.delegator.in_flight or not rt.delegator.updates.empty():
-            updates = await rt.delegator.next_updates(rt.cancel, rt.wall_time_left())
-            _apply_updates(rt, state, updates, items, changed, records, variables, contexts)
-            if rt.cancel.is_set():
-                stop = "canceled"
-            elif not updates and rt.wall_time_left() == 0:
-                stop = budget_exhausted(state, rt) or "budget:wall_time"
+        for item in [i for i in batch.items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
+            batch.set(_start(rt, batch.view, item, batch.items))
+        stop = await _rounds(rt, batch)
     if stop is not None:
-        _apply_updates(rt, state, await rt.delegator.cancel_all(), items, changed, records, variables, contexts)
-        for item in items.values():
+        _apply_updates(rt, batch, await rt.delegator.cancel_all())
+        for item in batch.items.values():
             if item["status"] == "running":
-                changed[item["id"]] = {**item, "status": "canceled"}
-    update: Update = {"items": changed, "delegations": records, "variables": variables}
-    if contexts:
-        update["contexts"] = contexts
+                batch.changed[item["id"]] = {**item, "status": "canceled"}
+    update: Update = {"items": batch.changed, "delegations": batch.records, "variables": batch.variables}
+    if batch.contexts:
+        update["contexts"] = batch.contexts
     if stop is not None:
         update["stop"] = stop
     return update
+
+
+async def _rounds(rt: RunContext, batch: StepBatch) -> str | None:
+    """Start what may start, wait for the next change, apply it; again, within one step, while
+    the oldest change is younger than ``checkpoint.interval``; then the step returns (and is saved).
+
+    A LangGraph step and its checkpoint cost more than a delegation to a fast agent: with one step
+    per change, the supervisor's overhead was that of the step. Batched, one step carries every
+    change of its interval. A resume finds the run at most ``interval`` older than it was: an item
+    whose start or end was not saved yet is sent again with the same ``messageId``, which the agent
+    answers with the task it already has (as it did before for a crash between a send and the
+    first change saved). Returns why the run stops, if it does."""
+    interval = rt.config.supervisor.checkpoint.interval
+    # A step that may stop for an interrupt (an approval) stays one round: an interrupted node
+    # loses its writes, and with them the delegations its earlier rounds would have started.
+    one_round = interval <= 0 or rt.approve_by_interrupt
+    deadline: float | None = None
+    while True:
+        if deadline is not None:  # a later round: a budget may have run out meanwhile
+            stop = "canceled" if rt.cancel.is_set() else budget_exhausted(batch.view, rt)
+            if stop is not None:
+                return stop
+        _skip_blocked(rt, batch)
+        steps_left = rt.settings.max_steps - steps_used(batch.view)
+        for item in batch.ready(min(_capacity(rt), max(0, steps_left))):
+            batch.set(_start(rt, batch.view, item, batch.items))
+        if not rt.delegator.in_flight and rt.delegator.updates.empty():
+            return None
+        timeout = rt.wall_time_left()
+        if deadline is not None:
+            left = max(0.0, deadline - time.monotonic())
+            timeout = left if timeout is None else min(timeout, left)
+        updates = await rt.delegator.next_updates(rt.cancel, timeout)
+        _apply_updates(rt, batch, updates)
+        if rt.cancel.is_set():
+            return "canceled"
+        if not updates:
+            if rt.wall_time_left() == 0:
+                return budget_exhausted(batch.view, rt) or "budget:wall_time"
+            return None  # the interval has passed with nothing new: save what changed
+        if one_round or (rt.use_model_reflection and any(i["status"] == "review" for i in batch.changed.values())):
+            return None  # the reflect step must see it now
+        if deadline is None:
+            deadline = time.monotonic() + interval
+        elif time.monotonic() >= deadline:
+            return None  # changes keep coming: save them all the same
 
 
 async def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> str:
@@ -85,21 +119,17 @@ async def after_delegate(state: SupervisorState, runtime: Runtime[RunContext]) -
 def ready(rt: RunContext, items: dict[str, Item]) -> list[Item]:
     """Pending items that may start now: those the model delegated (conversational), else every
     pending item whose dependencies are done (all of them under a strategy that ignores dependencies)."""
-    pending = [i for i in items.values() if i["status"] == "pending"]
-    if rt.mode == "conversational":
-        return [i for i in pending if i["tool_call_id"]]
-    if not rt.strategy.follows_dependencies:
-        return pending
-    return [i for i in pending if all(items[d]["status"] == "done" for d in i["depends_on"] if d in items)]
+    conversational, follows = rt.mode == "conversational", rt.strategy.follows_dependencies
+    return [i for i in items.values() if may_start(i, items, conversational, follows)]
 
 
-def _approvals(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
+def _approvals(rt: RunContext, batch: StepBatch) -> None:
     """For a host's run: ask, with a LangGraph ``interrupt``, before an item goes to an agent with
     ``approval: true``. Done first in the node, before anything starts, because the node runs
     again from its beginning when the host resumes it with the answer (``Command(resume=...)``)."""
     if not rt.approve_by_interrupt:
         return
-    for item in ready(rt, items):
+    for item in ready(rt, batch.items):
         entry = rt.registry.get(item["agent"])
         if entry is None or not entry.config.approval or item.get("approved") is not None:
             continue
@@ -112,31 +142,33 @@ def _approvals(rt: RunContext, items: dict[str, Item], changed: dict[str, Item])
             item = {**item, "approved": False, "status": "failed"}
             item["error"] = f"vetoed: delegating to {entry.name} was not approved"
             item_event(rt, item)
-        items[item["id"]] = changed[item["id"]] = item
+        batch.set(item)
 
 
 def _capacity(rt: RunContext) -> int:
     return max(0, rt.strategy.capacity(rt.settings.max_concurrency) - rt.delegator.in_flight)
 
 
-def _skip_blocked(rt: RunContext, items: dict[str, Item], changed: dict[str, Item]) -> None:
-    """Pending items whose dependency failed (or was skipped) will never run: skip them."""
+def _skip_blocked(rt: RunContext, batch: StepBatch) -> None:
+    """Pending items whose dependency failed (or was skipped) will never run: skip them (looked
+    for only when an item has failed since the last look)."""
+    if not batch.broken:
+        return
+    batch.broken = False
     if not rt.strategy.follows_dependencies or rt.mode == "conversational":
         return
+    items = batch.items
     progress = True
     while progress:
         progress = False
-        for item in items.values():
-            if item["status"] != "pending":
-                continue
-            broken = [
-                d for d in item["depends_on"] if d in items and items[d]["status"] in ("failed", "skipped", "canceled")
-            ]
+        for item in batch.pending():
+            broken = [d for d in item["depends_on"] if d in items and items[d]["status"] in BROKEN]
             if broken:
                 item = {**item, "status": "skipped", "error": f"depends on item {broken[0]}, which did not succeed"}
-                items[item["id"]] = changed[item["id"]] = item
+                batch.set(item)
                 item_event(rt, item)
                 progress = True
+    batch.broken = False
 
 
 def _start(rt: RunContext, state: SupervisorState, item: Item, items: dict[str, Item]) -> Item:
@@ -303,26 +335,17 @@ def _fail(rt: RunContext, item: Item, error: str) -> Item:
     return failed
 
 
-def _apply_updates(
-    rt: RunContext,
-    state: SupervisorState,
-    updates: Sequence[Any],
-    items: dict[str, Item],
-    changed: dict[str, Item],
-    records: dict[str, DelegationData],
-    variables: dict[str, dict[str, Any]],
-    contexts: dict[str, str],
-) -> None:
+def _apply_updates(rt: RunContext, batch: StepBatch, updates: Sequence[Any]) -> None:
+    items, changed = batch.items, batch.changed
     for update in updates:
         if isinstance(update, RecordUpdate):
             record = update.record
-            records[record.id] = record.as_state()
-            if record.context_id and (state.get("contexts") or {}).get(record.agent) != record.context_id:
-                contexts[record.agent] = record.context_id
+            batch.record(record.as_state())
+            if record.context_id:
+                batch.context(record.agent, record.context_id)
             item = changed.get(record.item_id) or items.get(record.item_id)
             if item is not None and record.id not in item["delegations"]:
-                item = {**item, "delegations": [*item["delegations"], record.id]}
-                items[item["id"]] = changed[item["id"]] = item
+                batch.set({**item, "delegations": [*item["delegations"], record.id]})
         elif isinstance(update, ItemDone):
             item = changed.get(update.item_id) or items.get(update.item_id)
             if item is None:
@@ -341,11 +364,9 @@ def _apply_updates(
             if status == "review" and not rt.use_model_reflection:
                 # Judged by the fixed rules at once: no reflect step (and checkpoint) per item.
                 item_event(rt, item)
-                latest = records.get(item["delegations"][-1]) if item["delegations"] else None
-                latest = latest or (
-                    (state.get("delegations") or {}).get(item["delegations"][-1]) if item["delegations"] else None
-                )
+                delegations = batch.view.get("delegations") or {}
+                latest = delegations.get(item["delegations"][-1]) if item["delegations"] else None
                 item = judge_by_rules(rt, item, Delegation.from_state(latest) if latest else None)
-            items[item["id"]] = changed[item["id"]] = item
-            note_result(variables, item)
+            batch.set(item)
+            note_result(batch.variables, item)
             item_event(rt, item)

@@ -61,3 +61,46 @@ async def test_without_a_model_an_item_costs_one_step() -> None:
     checkpoints = [c async for c in saver.alist({"configurable": {"thread_id": "r40"}})]
     assert len(checkpoints) <= 40 + 8, len(checkpoints)  # one per item, plus start, plan, answer
     assert [e for e in result.items if e.note != "completed"] == []  # each was judged by the rules
+
+
+async def checkpoints_of(interval: float, n: int, **settings: Any) -> tuple[int, Any, Any]:
+    """A run of n items with ``checkpoint.interval``: its checkpoints, its result, its state as saved."""
+    saver = InMemorySaver()
+    sup = Supervisor(
+        [worker("W", usage=None)],
+        strategy="sequential",
+        checkpointer=saver,
+        checkpoint={"backend": "memory", "interval": interval},
+        **settings,
+    )
+    result = await asyncio.wait_for(sup.run("\n".join(f"work on item {i}" for i in range(n)), run_id="r"), WAIT)
+    config: Any = {"configurable": {"thread_id": "r"}}
+    checkpoints = [c async for c in saver.alist(config)]
+    state = (await build_graph().compile(checkpointer=saver).aget_state(config)).values
+    return len(checkpoints), result, state
+
+
+async def test_one_step_saves_every_change_of_its_interval() -> None:
+    """With a long interval the delegate step runs the whole list before it is saved: a handful of
+    checkpoints for 40 items (one per item when every change was a step), and the state as saved
+    holds every item and delegation."""
+    count, result, state = await checkpoints_of(60.0, 40, max_steps=400)
+    assert result.status == "completed", result.final
+    assert count <= 10, count
+    assert all(item["status"] == "done" for item in state["items"].values()) and len(state["items"]) == 40
+    assert len(state["delegations"]) == 40
+    assert sorted(state["variables"]["W"]) == sorted(state["items"])
+
+
+async def test_interval_zero_saves_every_change() -> None:
+    count, result, _ = await checkpoints_of(0.0, 20, max_steps=400)
+    assert result.status == "completed", result.final
+    assert count >= 20, count
+
+
+async def test_a_budget_stops_a_batched_step_where_it_runs_out() -> None:
+    """Budgets are checked at every round of a batched step, not only when the step starts."""
+    _, result, state = await checkpoints_of(60.0, 20, max_steps=5)
+    assert result.status == "partial" and result.stopped == "budget:max_steps"
+    assert len(state["delegations"]) == 5
+    assert [i["status"] for i in state["items"].values()].count("done") == 5
