@@ -621,20 +621,34 @@ class Delegator:
                 send.message = original
         message = send.message or original
         if entry.streaming:
-            await self._consume(entry, record, entry.client.stream(message), send)
+            await self._consume(entry, record, entry.client.stream(message), send, from_start=True)
         else:
             await self._poll(entry, record, message, send)
 
     async def _consume(
-        self, entry: AgentEntry, record: Delegation, events: AsyncIterator[StreamResponse], send: _Send
+        self,
+        entry: AgentEntry,
+        record: Delegation,
+        events: AsyncIterator[StreamResponse],
+        send: _Send,
+        *,
+        from_start: bool = False,
     ) -> None:
+        """Apply a stream's events until the task settles. A stream of a new message (``from_start``)
+        that opens with the task itself then carries every artifact chunk and status (with its
+        token use) there is: its end is the whole task, with no GetTask after it."""
+        whole: bool | None = None if from_start else False
         async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
             async for event in stream:
+                if whole is None:
+                    whole = isinstance(event.payload, Task)
                 send.message = None  # the agent has the message: from now on, follow the task
                 self._apply(record, event)
                 self._progress(record)
                 if self._settled(record, send):
                     if record.state in _FINAL:
+                        if whole:
+                            self._final_seen.add(record.id)
                         await self._drain(stream)
                     # An interrupted task's subscription stays open until the task ends: closed
                     # here, it is followed again once the question is answered.

@@ -192,18 +192,19 @@ async def test_an_unreachable_model_endpoint_fails_the_run_with_one_line_naming_
 async def test_a_delegation_that_has_ended_is_not_cancelled_when_a_budget_runs_out(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """A's task has ended (the supervisor is reading its final state) when B's usage exhausts the budget."""
+    """A's task has ended (its stream is read to the end; the supervisor has not yet taken the
+    result) when B's usage exhausts the budget."""
     probe = Probe(hold=True)
     reading, go_on = asyncio.Event(), asyncio.Event()
-    original = Delegator._final_task
+    original = Delegator._consume
 
-    async def slow_final_task(self: Delegator, entry: Any, record: Any) -> None:
+    async def slow_consume(self: Delegator, entry: Any, record: Any, *args: Any, **kwargs: Any) -> None:
+        await original(self, entry, record, *args, **kwargs)
         if record.agent == "A":
             reading.set()
             await go_on.wait()
-        await original(self, entry, record)
 
-    monkeypatch.setattr(Delegator, "_final_task", slow_final_task)
+    monkeypatch.setattr(Delegator, "_consume", slow_consume)
     sup = Supervisor(
         [worker("A", usage=None), worker("B", probe, usage=(10, 5, 0.0))],
         strategy="parallel",
@@ -229,3 +230,57 @@ async def test_a_delegation_that_has_ended_is_not_cancelled_when_a_budget_runs_o
     assert result.stopped == "budget:tokens"
     apples = next(i for i in result.items if i.agent == "A")
     assert apples.status == "done" and "A did: work on apples" in (apples.result or "")
+
+
+def _counting_reads(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    from a2a import A2AClient
+
+    reads: list[str] = []
+    original = A2AClient.get_task
+
+    async def counting(self: A2AClient, task_id: str, *args: Any, **kwargs: Any) -> Any:
+        reads.append(task_id)
+        return await original(self, task_id, *args, **kwargs)
+
+    monkeypatch.setattr(A2AClient, "get_task", counting)
+    return reads
+
+
+async def test_a_stream_that_opens_with_the_task_is_the_whole_task(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A delegation's stream that began with the task carries every artifact chunk and the
+    token use: no GetTask after its final event (it cost a request per delegation)."""
+    reads = _counting_reads(monkeypatch)
+    async with serving(worker("A", partial="first part")) as urls:
+        sup = Supervisor(urls, checkpoint={"backend": "memory"})
+        result = await asyncio.wait_for(sup.run("work on apples"), WAIT)
+    assert result.status == "completed", result.error
+    (delegation,) = result.delegations
+    assert reads == []
+    assert [a["name"] for a in delegation.artifacts] == ["partial", "result"]
+    assert (delegation.input_tokens, delegation.output_tokens) == (10, 5)
+
+
+async def test_a_stream_that_did_not_open_with_the_task_is_read_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Without the task at its start (a peer that opens with a status update), the stream may
+    lack what came before it: the final task is read with GetTask."""
+    from a2a import A2AClient
+    from a2a import types as t
+
+    reads = _counting_reads(monkeypatch)
+    original = A2AClient.stream
+
+    def without_the_task(self: A2AClient, *args: Any, **kwargs: Any) -> Any:
+        async def events() -> Any:
+            async for event in original(self, *args, **kwargs):
+                if not isinstance(event.payload, t.Task):
+                    yield event
+
+        return events()
+
+    monkeypatch.setattr(A2AClient, "stream", without_the_task)
+    async with serving(worker("A")) as urls:
+        sup = Supervisor(urls, checkpoint={"backend": "memory"})
+        result = await asyncio.wait_for(sup.run("work on apples"), WAIT)
+    assert result.status == "completed", result.error
+    (delegation,) = result.delegations
+    assert reads == [delegation.task_id]
