@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
 from ..errors import InternalError, ProtocolError
-from ..protocol.sse import HEARTBEAT, encode_event
+from ..protocol.sse import encode_event
 from ..protocol.version import VERSION_HEADER
 from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
 from .request_body import read_request_body
+from .sse_heartbeat import Heartbeat, start_heartbeat
 
 __all__ = [
     "DEFAULT_SSE_HEARTBEAT",
@@ -90,12 +90,12 @@ async def write_sse(
     bounds a stream's silence does not cut a quiet but live one.
     """
     response = web.StreamResponse(headers=SSE_HEADERS)
-    beating: asyncio.Task[None] | None = None
+    beating: Heartbeat | None = None
     try:
         await response.prepare(request)
         await response.write(_sse(first, frame))
         if heartbeat is not None:
-            beating = asyncio.get_running_loop().create_task(_beat(response, heartbeat))
+            beating = start_heartbeat(response, heartbeat)
         async for logged in rest:
             await response.write(_sse(logged, frame))
     except (ConnectionResetError, ConnectionError):
@@ -104,21 +104,11 @@ async def write_sse(
         await _try_write(response, encode_event(error_frame(exc), event="error"))
     finally:
         if beating is not None:
-            beating.cancel()
-            await asyncio.wait([beating])
+            await beating.stop()
         await rest.aclose()  # type: ignore[attr-defined]
     with contextlib.suppress(ConnectionError):
         await response.write_eof()
     return response
-
-
-async def _beat(response: web.StreamResponse, interval: float) -> None:
-    """A heartbeat comment every ``interval`` seconds, beside the events. Each write puts its
-    bytes on the connection whole before it waits, so a heartbeat never splits an event."""
-    with contextlib.suppress(ConnectionError):
-        while True:
-            await asyncio.sleep(interval)
-            await response.write(HEARTBEAT)
 
 
 def _sse(logged: LoggedEvent, frame: Callable[[LoggedEvent], bytes]) -> bytes:

@@ -99,20 +99,21 @@ class Observer:
                 self.metrics.requests.inc((method, binding, outcome))
                 self.metrics.duration.observe(labels, time.perf_counter() - started)
 
-    async def stream(self, method: str, ctx: Any, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
-        """``events``, observed: one span and one duration for the whole stream."""
+    def stream(self, method: str, ctx: Any, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
+        """``events``, observed: one span and one duration for the whole stream. Without metrics
+        the events themselves (or the span's wrapper), not one more generator around them: an
+        open stream holds each of its generators (a frame, and an entry in the loop's set)."""
         binding = self._exchange(method, ctx)
         if self.tracing is not None:
             attributes = self._attributes(binding, ctx)
             events = self.tracing.stream(method, "server", attributes, events, ctx.traceparent, ctx.tracestate)
-        metrics = self.metrics
-        if metrics is None:
-            try:
-                async for logged in events:
-                    yield logged
-            finally:
-                await events.aclose()  # type: ignore[attr-defined]
-            return
+        if self.metrics is None:
+            return events
+        return self._measured(method, binding, events, self.metrics)
+
+    async def _measured(
+        self, method: str, binding: str, events: AsyncIterator[LoggedEvent], metrics: Metrics
+    ) -> AsyncIterator[LoggedEvent]:
         started = time.perf_counter()
         outcome = "ok"
         metrics.streams.add((binding,), 1)
