@@ -76,19 +76,21 @@ async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:
 
 async def write_sse(
     request: web.BaseRequest,
-    first: LoggedEvent,
-    rest: AsyncIterator[LoggedEvent],
+    events: AsyncIterator[LoggedEvent],
     frame: Callable[[LoggedEvent], bytes],
     error_frame: Callable[[ProtocolError], bytes],
     heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
 ) -> web.StreamResponse:
-    """Send events as SSE, each with its sequence number as ``id``; ends when the stream ends.
+    """Send ``events`` as SSE, each with its sequence number as ``id``; ends when the stream ends.
 
     A stream that fails ends with its error as an ``error`` event (the handler raises only
     ``ProtocolError``). A client that goes away stops only its own stream; the task goes on.
     Every ``heartbeat`` seconds a comment goes out too, so that a client (or a proxy) that
     bounds a stream's silence does not cut a quiet but live one.
     """
+    # Fetched here, not by each caller around this call: an open stream then holds no frame
+    # of the caller's. An error before the first event is raised as is (before any header).
+    first = await first_event(events)
     response = web.StreamResponse(headers=SSE_HEADERS)
     beating: Heartbeat | None = None
     try:
@@ -96,7 +98,7 @@ async def write_sse(
         await response.write(_sse(first, frame))
         if heartbeat is not None:
             beating = start_heartbeat(response, heartbeat)
-        async for logged in rest:
+        async for logged in events:
             await response.write(_sse(logged, frame))
     except (ConnectionResetError, ConnectionError):
         return response
@@ -105,7 +107,7 @@ async def write_sse(
     finally:
         if beating is not None:
             await beating.stop()
-        await rest.aclose()  # type: ignore[attr-defined]
+        await events.aclose()  # type: ignore[attr-defined]
     with contextlib.suppress(ConnectionError):
         await response.write_eof()
     return response
