@@ -5,7 +5,8 @@ same shape and size as our echo reply). A body that names ``SendStreamingMessage
 ``stream:N`` gets N+2 pre-shaped SSE events (a task, N artifact chunks, a completed status), one
 ``write`` per event as our server does, so that it is the ceiling for SSE events/s too. With
 ``hold:S`` instead it writes the task and a WORKING status, then holds the stream open S seconds
-before the completed status: the ceiling for the memory an open stream costs (stream_memory.py).
+before the completed status: the ceiling for the memory an open stream costs (stream_memory.py);
+``SubscribeToTask`` (any task) is held the same way.
 
 Usage: python benchmarks/bare_server.py --port P
 """
@@ -56,7 +57,8 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
 
 async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
-    if b"SendStreamingMessage" not in body:
+    subscribe = b'"SubscribeToTask"' in body
+    if b"SendStreamingMessage" not in body and not subscribe:
         reply = _TASK_REPLY if _STREAM.search(body) else REPLY
         return web.Response(body=reply, content_type="application/json")
     hold = _HOLD.search(body)
@@ -66,12 +68,13 @@ async def handle(request: web.Request) -> web.StreamResponse:
     await response.prepare(request)
     seq = 1
     await response.write(b"id: %d\ndata: %s\n\n" % (seq, _TASK))
-    if hold:
+    if hold or subscribe:
         # Like the echo agents' hold:S: WORKING, then the stream stays open (the ceiling holds
-        # streams too, for the memory an open stream costs), then the completed status.
+        # streams too, for the memory an open stream costs), then the completed status. A
+        # subscriber (of a held task, stream_memory.py --subscribe) waits the longest hold.
         seq += 1
         await response.write(b"id: %d\ndata: %s\n\n" % (seq, _WORKING))
-        await asyncio.sleep(min(float(hold.group(1)), MAX_HOLD_SECONDS))
+        await asyncio.sleep(min(float(hold.group(1)), MAX_HOLD_SECONDS) if hold else MAX_HOLD_SECONDS)
         count = 0
     for i in range(count):
         seq += 1

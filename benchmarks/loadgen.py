@@ -218,6 +218,8 @@ async def run_hold(url: str, timeout: float) -> None:
     - ``warm K S``: K concurrent ``hold:S`` streams, each read to its end (a warm-up);
     - ``open K S``: K more ``hold:S`` streams, answered once each has received its first event
       (or failed); they stay open, still read, until ``close``;
+    - ``subscribe K S``: one ``hold:S`` stream (its task), then K ``SubscribeToTask`` streams of
+      that task, answered once each has received its first event; they stay open like ``open``;
     - ``close``: close every open stream, answer, and exit.
     """
     prefix = uuid.uuid4().hex[:12].encode()
@@ -230,8 +232,16 @@ async def run_hold(url: str, timeout: float) -> None:
     client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=None)
     opening = asyncio.Semaphore(HOLD_OPENING)
 
-    async def stream(seconds: float, first: asyncio.Future[bool], to_end: bool) -> None:
-        body = _body("SendStreamingMessage", f"hold:{seconds:g}", prefix, next(counter))
+    async def stream(
+        seconds: float, first: asyncio.Future[bytes | None], to_end: bool, task_id: str | None = None
+    ) -> None:
+        if task_id is None:
+            body = _body("SendStreamingMessage", f"hold:{seconds:g}", prefix, next(counter))
+        else:
+            body = b'{"jsonrpc":"2.0","id":%d,"method":"SubscribeToTask","params":{"id":"%s"}}' % (
+                next(counter),
+                task_id.encode(),
+            )
         is_open = False
         try:
             async with opening:
@@ -240,14 +250,14 @@ async def run_hold(url: str, timeout: float) -> None:
                 if resp.status != 200 or not resp.headers.get("Content-Type", "").startswith("text/event-stream"):
                     raise RuntimeError(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
                 buf = b""
-                while b"data:" not in buf:
+                while not _event_complete(buf):
                     chunk = await asyncio.wait_for(resp.content.readany(), timeout)
                     if not chunk:
                         raise RuntimeError(f"stream ended before its first event: {buf[-200:]!r}")
-                    buf = buf[-4:] + chunk
+                    buf += chunk
                 is_open = not to_end
                 tally["open"] += is_open
-                first.set_result(True)
+                first.set_result(buf)
                 async for _chunk in resp.content.iter_any():
                     pass
             tally["ended_early"] += not to_end
@@ -258,13 +268,14 @@ async def run_hold(url: str, timeout: float) -> None:
         finally:
             tally["open"] -= is_open
             if not first.done():
-                first.set_result(False)
+                first.set_result(None)
 
-    async def start(count: int, seconds: float, to_end: bool) -> tuple[list[asyncio.Task[None]], int]:
-        firsts = [loop.create_future() for _ in range(count)]
-        tasks = [asyncio.create_task(stream(seconds, f, to_end)) for f in firsts]
-        got = sum(await asyncio.gather(*firsts))
-        return tasks, got
+    async def start(
+        count: int, seconds: float, to_end: bool, task_id: str | None = None
+    ) -> tuple[list[asyncio.Task[None]], list[bytes | None]]:
+        firsts: list[asyncio.Future[bytes | None]] = [loop.create_future() for _ in range(count)]
+        tasks = [asyncio.create_task(stream(seconds, f, to_end, task_id)) for f in firsts]
+        return tasks, list(await asyncio.gather(*firsts))
 
     async with aiohttp.ClientSession(
         connector=aiohttp.TCPConnector(limit=0), timeout=client_timeout, skip_auto_headers=["User-Agent"]
@@ -279,16 +290,40 @@ async def run_hold(url: str, timeout: float) -> None:
                 print(json.dumps({"closed": len(held), **tally, "first_error": first_error[:1]}), flush=True)
                 return
             count, seconds = int(line[1]), float(line[2])
-            tasks, got = await start(count, seconds, line[0] == "warm")
             if line[0] == "warm":
+                tasks, got = await start(count, seconds, True)
                 await asyncio.gather(*tasks)
-                answer = {"warmed": got}
+                answer: dict[str, object] = {"warmed": sum(g is not None for g in got)}
             else:
+                task_id = None
+                if line[0] == "subscribe":
+                    # The task the subscribers follow: itself held open by one stream.
+                    task_stream, got = await start(1, seconds, False)
+                    held += task_stream
+                    tally["first_events"] += got[0] is not None
+                    task_id = _task_id(got[0])
+                tasks, got = await start(count, seconds, False, task_id)
                 held += tasks
-                tally["first_events"] += got
-                answer = {"opened": got}
+                opened = sum(g is not None for g in got)
+                tally["first_events"] += opened
+                answer = {"opened": opened, "task_id": task_id}
             answer.update(tally, seconds=round(time.monotonic() - started, 3), first_error=first_error[:1])
             print(json.dumps(answer), flush=True)
+
+
+def _event_complete(buf: bytes) -> bool:
+    """Whether ``buf`` holds a whole first event (a ``data:`` field and the blank line after)."""
+    at = buf.find(b"data:")
+    return at >= 0 and (b"\n\n" in buf[at:] or b"\r\n\r\n" in buf[at:])
+
+
+def _task_id(first: bytes | None) -> str:
+    """The task id in a stream's first event (a task, or a status update)."""
+    if first is None:
+        raise SystemExit("hold: the task stream got no first event")
+    data = first.replace(b"\r\n", b"\n").split(b"data:", 1)[1].split(b"\n", 1)[0]
+    result = json.loads(data)["result"]
+    return str(result["task"]["id"] if "task" in result else result["statusUpdate"]["taskId"])
 
 
 async def _finish(tasks: list[asyncio.Task], deadline: float) -> None:

@@ -87,10 +87,9 @@ class Holder:
         return dict(json.loads(line))
 
 
-def measure_one(
-    procs: Procs, name: str, args: argparse.Namespace, rargs: argparse.Namespace, cpus: tuple[int | None, int | None]
-) -> dict[str, Any]:
-    server_cpu, load_cpu = cpus
+def start_server(
+    procs: Procs, name: str, args: argparse.Namespace, rargs: argparse.Namespace, cpu: int | None
+) -> tuple[subprocess.Popen[bytes], str]:
     port = P.free_port()
     cmd, url, cwd = run.server_command(NAMES[name], port, rargs)
     if name in ("ours", "memory"):
@@ -98,11 +97,51 @@ def measure_one(
         # run comes from 127.0.0.1, so both caps are raised above 2N for the measurement.
         cap = str(2 * args.streams + 64)
         cmd += ["--max-connections-per-client", cap, "--max-connections", cap]
-    server = procs.start(f"server-{name}", cmd, cpu=server_cpu, cwd=cwd)
+    return procs.start(f"server-{name}", cmd, cpu=cpu, cwd=cwd), url
+
+
+def measure_subscribers(
+    procs: Procs, name: str, args: argparse.Namespace, rargs: argparse.Namespace, cpus: tuple[int | None, int | None]
+) -> dict[str, Any]:
+    """N ``SubscribeToTask`` streams of one held task, on a fresh server: what one more reader
+    of a task costs (no run, no task of its own). The warm-up holds 4 subscribers open."""
+    server, url = start_server(procs, name, args, rargs, cpus[0])
     holder: Holder | None = None
     try:
         P.wait_ready(server, url, name)
-        holder = Holder(procs, url, load_cpu, name)
+        holder = Holder(procs, url, cpus[1], f"{name}-subscribe")
+        for _ in range(2):
+            holder.ask(f"warm {WARM_STREAMS} 0.2")
+        holder.ask(f"subscribe 4 {args.hold:g}")
+        time.sleep(args.settle)
+        idle = status_kib(server.pid)
+        answer = holder.ask(f"subscribe {args.streams} {args.hold:g}")
+        time.sleep(args.settle)
+        rss = status_kib(server.pid)
+        holder.ask("close")
+    finally:
+        if holder is not None:
+            procs.stop(holder.proc)
+        procs.stop(server)
+    return {
+        "subscribers_open": int(answer["opened"]),
+        "errors": answer["errors"],
+        "first_error": answer["first_error"],
+        "rss_kib": rss,
+        "idle_rss_kib": idle,
+        # The N subscribers and the one stream holding their task.
+        "kib_per_stream": round((rss["VmRSS"] - idle["VmRSS"]) / max(1, int(answer["opened"]) + 1), 2),
+    }
+
+
+def measure_one(
+    procs: Procs, name: str, args: argparse.Namespace, rargs: argparse.Namespace, cpus: tuple[int | None, int | None]
+) -> dict[str, Any]:
+    server, url = start_server(procs, name, args, rargs, cpus[0])
+    holder: Holder | None = None
+    try:
+        P.wait_ready(server, url, name)
+        holder = Holder(procs, url, cpus[1], name)
         warm = [holder.ask(f"warm {WARM_STREAMS} 0.2") for _ in range(2)]
         time.sleep(args.settle)
         idle = status_kib(server.pid)
@@ -129,6 +168,7 @@ def measure_one(
         if holder is not None:
             procs.stop(holder.proc)
         procs.stop(server)
+    subscribers = measure_subscribers(procs, name, args, rargs, cpus) if args.subscribe else None
     n1, n2 = steps
     increment = (n2["rss_kib"]["VmRSS"] - n1["rss_kib"]["VmRSS"]) / max(1, n2["streams_open"] - n1["streams_open"])
     return {
@@ -138,8 +178,11 @@ def measure_one(
         "at_n": n1,
         "at_2n": n2,
         "increment_kib_per_stream": round(increment, 2),
-        "all_open": n1["streams_open"] == args.streams and n2["streams_open"] == 2 * args.streams,
+        "all_open": n1["streams_open"] == args.streams
+        and n2["streams_open"] == 2 * args.streams
+        and (subscribers is None or subscribers["subscribers_open"] == args.streams),
         "closed": closed,
+        "subscribers": subscribers,
     }
 
 
@@ -169,6 +212,11 @@ def print_report(report: dict[str, Any]) -> None:
             + (f"  (rounds {rounds})" if rounds else "")
             + ("" if result["all_open"] else f"  NOT ALL OPEN: {b['first_error']}")
         )
+    subscribed = {r["server"]: r["subscribers"] for r in report["results"].values() if r.get("subscribers")}
+    if subscribed:
+        print(f"\nSubscribeToTask: N={n} subscribers of one held task (KiB per stream over idle)")
+        for label, sub in subscribed.items():
+            print(f"{label:<26}{sub['subscribers_open']:>8} open{sub['kib_per_stream']:>8.1f}")
     print(f"target: ours <= {TARGET_KIB:g} KiB per open stream")
 
 
@@ -178,6 +226,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--streams", type=int, default=500, help=f"N (1..{MAX_STREAMS}); 2N are open at the end")
     p.add_argument("--hold", type=float, default=300.0, help="S in hold:S: longer than the measurement")
     p.add_argument("--settle", type=float, default=1.0, help="seconds between the last first event and reading RSS")
+    p.add_argument(
+        "--subscribe",
+        action="store_true",
+        help="also N SubscribeToTask streams of one held task, on a fresh server (about 15 s more each)",
+    )
     p.add_argument("--repeat", type=int, default=1, help="rounds (a fresh server each); the median is reported")
     p.add_argument("--nice", type=int, default=-5, help="priority of every process (needs root; 0 = unchanged)")
     p.add_argument("--output", default=str(run.RESULTS / "stream_memory.json"))
