@@ -3,7 +3,10 @@
 ``POST /a2a/jsonrpc`` reads the body and answers with a fixed JSON-RPC SendMessage result (the
 same shape and size as our echo reply). A body that names ``SendStreamingMessage`` with
 ``stream:N`` gets N+2 pre-shaped SSE events (a task, N artifact chunks, a completed status), one
-``write`` per event as our server does, so that it is the ceiling for SSE events/s too.
+``write`` per event as our server does, so that it is the ceiling for SSE events/s too. With
+``hold:S`` instead it writes the task and a WORKING status, then holds the stream open S seconds
+before the completed status: the ceiling for the memory an open stream costs (stream_memory.py);
+``SubscribeToTask`` (any task) is held the same way.
 
 Usage: python benchmarks/bare_server.py --port P
 """
@@ -22,12 +25,18 @@ REPLY = (
     b'"role":"ROLE_AGENT","parts":[{"text":"hello"}],"contextId":"9d8ff42a6dde4e0c853bc108acc8c535"}}}'
 )
 _STREAM = re.compile(rb'"stream:(\d{1,5})"')
+_HOLD = re.compile(rb'"hold:(\d{1,4}(?:\.\d{1,3})?)"')
+MAX_HOLD_SECONDS = 3600.0
 _TASK = (
     b'{"jsonrpc":"2.0","id":1,"result":{"task":{"id":"t1","contextId":"c1","status":{"state":"TASK_STATE_SUBMITTED"}}}}'
 )
 _CHUNK = (
     b'{"jsonrpc":"2.0","id":1,"result":{"artifactUpdate":{"taskId":"t1","contextId":"c1",'
     b'"artifact":{"artifactId":"echo-stream","parts":[{"text":"chunk %d"}],"name":"echo-stream"},"append":true}}}'
+)
+_WORKING = (
+    b'{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
+    b'"status":{"state":"TASK_STATE_WORKING"}}}}'
 )
 _DONE = (
     b'{"jsonrpc":"2.0","id":1,"result":{"statusUpdate":{"taskId":"t1","contextId":"c1",'
@@ -48,15 +57,25 @@ SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store"}
 
 async def handle(request: web.Request) -> web.StreamResponse:
     body = await request.read()
-    if b"SendStreamingMessage" not in body:
+    subscribe = b'"SubscribeToTask"' in body
+    if b"SendStreamingMessage" not in body and not subscribe:
         reply = _TASK_REPLY if _STREAM.search(body) else REPLY
         return web.Response(body=reply, content_type="application/json")
+    hold = _HOLD.search(body)
     match = _STREAM.search(body)
     count = int(match.group(1)) if match else 1
     response = web.StreamResponse(headers=SSE_HEADERS)
     await response.prepare(request)
     seq = 1
     await response.write(b"id: %d\ndata: %s\n\n" % (seq, _TASK))
+    if hold or subscribe:
+        # Like the echo agents' hold:S: WORKING, then the stream stays open (the ceiling holds
+        # streams too, for the memory an open stream costs), then the completed status. A
+        # subscriber (of a held task, stream_memory.py --subscribe) waits the longest hold.
+        seq += 1
+        await response.write(b"id: %d\ndata: %s\n\n" % (seq, _WORKING))
+        await asyncio.sleep(min(float(hold.group(1)), MAX_HOLD_SECONDS) if hold else MAX_HOLD_SECONDS)
+        count = 0
     for i in range(count):
         seq += 1
         await response.write(b"id: %d\ndata: %s\n\n" % (seq, _CHUNK % i))

@@ -6,6 +6,7 @@ prints one JSON object on stdout.
 
     python benchmarks/loadgen.py send --url URL --connections 32 --warmup 2 --duration 8
     python benchmarks/loadgen.py sse  --url URL --streams 4 --chunks 2000 --warmup 2 --duration 8
+    python benchmarks/loadgen.py hold --url URL     (commands on stdin: see run_hold)
 
 Every loop is bounded: workers stop at the deadline (they are cancelled if a read hangs), each
 request has a timeout, and the request count is capped.
@@ -205,6 +206,126 @@ async def run_sse(url: str, streams: int, chunks: int, warmup: float, duration: 
     }
 
 
+#: Streams being opened at once in ``hold`` mode: more would overflow the server's listen backlog
+#: and pay SYN retries (seconds), which says nothing about memory.
+HOLD_OPENING = 64
+
+
+async def run_hold(url: str, timeout: float) -> None:
+    """Open SSE streams that stay open, on command, for stream_memory.py (which reads the
+    server's memory in between). One command per line on stdin, one JSON line answered for each:
+
+    - ``warm K S``: K concurrent ``hold:S`` streams, each read to its end (a warm-up);
+    - ``open K S``: K more ``hold:S`` streams, answered once each has received its first event
+      (or failed); they stay open, still read, until ``close``;
+    - ``subscribe K S``: one ``hold:S`` stream (its task), then K ``SubscribeToTask`` streams of
+      that task, answered once each has received its first event; they stay open like ``open``;
+    - ``close``: close every open stream, answer, and exit.
+    """
+    prefix = uuid.uuid4().hex[:12].encode()
+    counter = iter(range(1, MAX_REQUESTS + 1))
+    loop = asyncio.get_running_loop()
+    held: list[asyncio.Task[None]] = []
+    tally = {"open": 0, "first_events": 0, "ended_early": 0, "errors": 0}
+    first_error: list[str] = []
+    # A held stream may be silent for a long time (the SDK sends no heartbeat): no read timeout.
+    client_timeout = aiohttp.ClientTimeout(total=None, sock_connect=timeout, sock_read=None)
+    opening = asyncio.Semaphore(HOLD_OPENING)
+
+    async def stream(
+        seconds: float, first: asyncio.Future[bytes | None], to_end: bool, task_id: str | None = None
+    ) -> None:
+        if task_id is None:
+            body = _body("SendStreamingMessage", f"hold:{seconds:g}", prefix, next(counter))
+        else:
+            body = b'{"jsonrpc":"2.0","id":%d,"method":"SubscribeToTask","params":{"id":"%s"}}' % (
+                next(counter),
+                task_id.encode(),
+            )
+        is_open = False
+        try:
+            async with opening:
+                resp = await s.post(url, data=body, headers=HEADERS)
+            async with resp:
+                if resp.status != 200 or not resp.headers.get("Content-Type", "").startswith("text/event-stream"):
+                    raise RuntimeError(f"HTTP {resp.status}: {(await resp.read())[:200]!r}")
+                buf = b""
+                while not _event_complete(buf):
+                    chunk = await asyncio.wait_for(resp.content.readany(), timeout)
+                    if not chunk:
+                        raise RuntimeError(f"stream ended before its first event: {buf[-200:]!r}")
+                    buf += chunk
+                is_open = not to_end
+                tally["open"] += is_open
+                first.set_result(buf)
+                async for _chunk in resp.content.iter_any():
+                    pass
+            tally["ended_early"] += not to_end
+        except (TimeoutError, aiohttp.ClientError, RuntimeError) as exc:
+            tally["errors"] += 1
+            if not first_error:
+                first_error.append(repr(exc))
+        finally:
+            tally["open"] -= is_open
+            if not first.done():
+                first.set_result(None)
+
+    async def start(
+        count: int, seconds: float, to_end: bool, task_id: str | None = None
+    ) -> tuple[list[asyncio.Task[None]], list[bytes | None]]:
+        firsts: list[asyncio.Future[bytes | None]] = [loop.create_future() for _ in range(count)]
+        tasks = [asyncio.create_task(stream(seconds, f, to_end, task_id)) for f in firsts]
+        return tasks, list(await asyncio.gather(*firsts))
+
+    async with aiohttp.ClientSession(
+        connector=aiohttp.TCPConnector(limit=0), timeout=client_timeout, skip_auto_headers=["User-Agent"]
+    ) as s:
+        while True:
+            line = (await loop.run_in_executor(None, sys.stdin.readline)).split()
+            started = time.monotonic()
+            if not line or line[0] == "close":
+                for task in held:
+                    task.cancel()
+                await asyncio.gather(*held, return_exceptions=True)
+                print(json.dumps({"closed": len(held), **tally, "first_error": first_error[:1]}), flush=True)
+                return
+            count, seconds = int(line[1]), float(line[2])
+            if line[0] == "warm":
+                tasks, got = await start(count, seconds, True)
+                await asyncio.gather(*tasks)
+                answer: dict[str, object] = {"warmed": sum(g is not None for g in got)}
+            else:
+                task_id = None
+                if line[0] == "subscribe":
+                    # The task the subscribers follow: itself held open by one stream.
+                    task_stream, got = await start(1, seconds, False)
+                    held += task_stream
+                    tally["first_events"] += got[0] is not None
+                    task_id = _task_id(got[0])
+                tasks, got = await start(count, seconds, False, task_id)
+                held += tasks
+                opened = sum(g is not None for g in got)
+                tally["first_events"] += opened
+                answer = {"opened": opened, "task_id": task_id}
+            answer.update(tally, seconds=round(time.monotonic() - started, 3), first_error=first_error[:1])
+            print(json.dumps(answer), flush=True)
+
+
+def _event_complete(buf: bytes) -> bool:
+    """Whether ``buf`` holds a whole first event (a ``data:`` field and the blank line after)."""
+    at = buf.find(b"data:")
+    return at >= 0 and (b"\n\n" in buf[at:] or b"\r\n\r\n" in buf[at:])
+
+
+def _task_id(first: bytes | None) -> str:
+    """The task id in a stream's first event (a task, or a status update)."""
+    if first is None:
+        raise SystemExit("hold: the task stream got no first event")
+    data = first.replace(b"\r\n", b"\n").split(b"data:", 1)[1].split(b"\n", 1)[0]
+    result = json.loads(data)["result"]
+    return str(result["task"]["id"] if "task" in result else result["statusUpdate"]["taskId"])
+
+
 async def _finish(tasks: list[asyncio.Task], deadline: float) -> None:
     """Wait for the workers until ``deadline``, then cancel whatever is left."""
     await asyncio.wait(tasks, timeout=max(0.0, deadline - time.monotonic()))
@@ -220,7 +341,7 @@ def _ms(value: float | None) -> float | None:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("mode", choices=["send", "task", "sse"])
+    parser.add_argument("mode", choices=["send", "task", "sse", "hold"])
     parser.add_argument("--url", required=True)
     parser.add_argument("--connections", type=int, default=32)
     parser.add_argument("--streams", type=int, default=4)
@@ -231,6 +352,14 @@ def main() -> None:
     args = parser.parse_args()
     if not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
         sys.exit("loadgen: refusing a non-loopback URL")
+    if args.mode == "hold":
+        try:
+            import uvloop
+
+            uvloop.run(run_hold(args.url, args.timeout))
+        except ImportError:
+            asyncio.run(run_hold(args.url, args.timeout))
+        return
     if args.mode in ("send", "task"):
         text = "hello" if args.mode == "send" else TASK_TEXT
         coro = run_send(args.url, args.connections, args.warmup, args.duration, args.timeout, text)

@@ -105,7 +105,9 @@ class Procs:
         capture: bool = False,
         env: dict[str, str] | None = None,
         cwd: Path | None = None,
+        interactive: bool = False,
     ) -> subprocess.Popen[bytes]:
+        """``capture``: its stdout is ours to read; ``interactive``: its stdin too (commands)."""
         self.log_dir.mkdir(parents=True, exist_ok=True)
         mode = "ab" if name in self._opened else "wb"
         self._opened.add(name)
@@ -114,7 +116,7 @@ class Procs:
             list(cmd),
             stdout=subprocess.PIPE if capture else stderr,
             stderr=stderr,
-            stdin=subprocess.DEVNULL,
+            stdin=subprocess.PIPE if interactive else subprocess.DEVNULL,
             cwd=cwd or REPO,
             env=env,
             preexec_fn=_preexec(cpu),
@@ -134,8 +136,10 @@ class Procs:
                 with contextlib.suppress(ProcessLookupError):
                     os.kill(proc.pid, signal.SIGKILL)
                 proc.wait(timeout)
-        if proc.stdout:
-            proc.stdout.close()
+        for pipe in (proc.stdin, proc.stdout):
+            if pipe:
+                with contextlib.suppress(OSError):
+                    pipe.close()
         self._procs = [(n, p) for n, p in self._procs if p is not proc]
 
     def stop_all(self) -> None:
@@ -157,6 +161,14 @@ def run_captured(procs: Procs, name: str, cmd: Sequence[str], *, cpu: int | None
         tail = (procs.log_dir / f"{name}.log").read_text(errors="replace")[-1500:]
         raise RuntimeError(f"{name} exited with {proc.returncode}:\n{tail}")
     return out.decode()
+
+
+def rss_kib(pid: int) -> int:
+    """The resident set of a process (VmRSS in /proc/PID/status), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for process {pid}")
 
 
 # ---- talking to a server with the standard library (readiness, spot checks) ------------------

@@ -100,9 +100,10 @@ class InMemoryEventBus(EventBus):
         event_log = self._logs.get(task_id)
         return None if event_log is None else event_log.first_seq
 
-    async def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
-        async for logged in self._log(task_id, from_seq).follow(from_seq, until_terminal=until_terminal):
-            yield logged
+    def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
+        # The log's own generator rather than one more around it: every open stream holds its
+        # generators (a frame each, and an entry in the loop's set of async generators).
+        return self._log(task_id, from_seq).follow(from_seq, until_terminal=until_terminal)
 
     async def close(self) -> None:
         for event_log in self._logs.values():

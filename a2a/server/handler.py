@@ -221,7 +221,7 @@ class RequestHandler:
             raise MethodNotFoundError(f"{method} is not a streaming method")
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
-        events = _guarded(method, handler(params, ctx))
+        events = _Guarded(method, handler(params, ctx))
         return events if self.observer is None else self.observer.stream(method, ctx, events)
 
     # ---- SendMessage -------------------------------------------------------------------
@@ -779,17 +779,32 @@ def _internal_error(method: str, exc: Exception) -> InternalError:
     return InternalError()
 
 
-async def _guarded(method: str, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
-    """``events``, with any exception but a ``ProtocolError`` turned into ``InternalError``."""
-    try:
-        async for logged in events:
-            yield logged
-    except ProtocolError:
-        raise
-    except Exception as exc:
-        raise _internal_error(method, exc) from exc
-    finally:
-        await events.aclose()  # type: ignore[attr-defined]
+class _Guarded:
+    """``events``, with any exception but a ``ProtocolError`` turned into ``InternalError``.
+
+    An object rather than an async generator: an open stream holds it for its whole life, and
+    a generator costs a frame and an entry in the loop's set of async generators besides.
+    """
+
+    __slots__ = ("_events", "_method")
+
+    def __init__(self, method: str, events: AsyncIterator[LoggedEvent]) -> None:
+        self._method = method
+        self._events = events
+
+    def __aiter__(self) -> _Guarded:
+        return self
+
+    async def __anext__(self) -> LoggedEvent:
+        try:
+            return await self._events.__anext__()
+        except (ProtocolError, StopAsyncIteration):
+            raise
+        except Exception as exc:
+            raise _internal_error(self._method, exc) from exc
+
+    async def aclose(self) -> None:
+        await self._events.aclose()  # type: ignore[attr-defined]
 
 
 def _normalize_timestamp(value: str | None) -> str | None:

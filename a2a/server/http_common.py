@@ -2,20 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 
 from aiohttp import web
 
 from ..errors import InternalError, ProtocolError
-from ..protocol.sse import HEARTBEAT, encode_event
+from ..protocol.sse import encode_event
 from ..protocol.version import VERSION_HEADER
 from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
 from .request_body import read_request_body
+from .sse_heartbeat import Heartbeat, start_heartbeat
 
 __all__ = [
     "DEFAULT_SSE_HEARTBEAT",
@@ -76,27 +76,29 @@ async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:
 
 async def write_sse(
     request: web.BaseRequest,
-    first: LoggedEvent,
-    rest: AsyncIterator[LoggedEvent],
+    events: AsyncIterator[LoggedEvent],
     frame: Callable[[LoggedEvent], bytes],
     error_frame: Callable[[ProtocolError], bytes],
     heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
 ) -> web.StreamResponse:
-    """Send events as SSE, each with its sequence number as ``id``; ends when the stream ends.
+    """Send ``events`` as SSE, each with its sequence number as ``id``; ends when the stream ends.
 
     A stream that fails ends with its error as an ``error`` event (the handler raises only
     ``ProtocolError``). A client that goes away stops only its own stream; the task goes on.
     Every ``heartbeat`` seconds a comment goes out too, so that a client (or a proxy) that
     bounds a stream's silence does not cut a quiet but live one.
     """
+    # Fetched here, not by each caller around this call: an open stream then holds no frame
+    # of the caller's. An error before the first event is raised as is (before any header).
+    first = await first_event(events)
     response = web.StreamResponse(headers=SSE_HEADERS)
-    beating: asyncio.Task[None] | None = None
+    beating: Heartbeat | None = None
     try:
         await response.prepare(request)
         await response.write(_sse(first, frame))
         if heartbeat is not None:
-            beating = asyncio.get_running_loop().create_task(_beat(response, heartbeat))
-        async for logged in rest:
+            beating = start_heartbeat(response, heartbeat)
+        async for logged in events:
             await response.write(_sse(logged, frame))
     except (ConnectionResetError, ConnectionError):
         return response
@@ -104,21 +106,11 @@ async def write_sse(
         await _try_write(response, encode_event(error_frame(exc), event="error"))
     finally:
         if beating is not None:
-            beating.cancel()
-            await asyncio.wait([beating])
-        await rest.aclose()  # type: ignore[attr-defined]
+            await beating.stop()
+        await events.aclose()  # type: ignore[attr-defined]
     with contextlib.suppress(ConnectionError):
         await response.write_eof()
     return response
-
-
-async def _beat(response: web.StreamResponse, interval: float) -> None:
-    """A heartbeat comment every ``interval`` seconds, beside the events. Each write puts its
-    bytes on the connection whole before it waits, so a heartbeat never splits an event."""
-    with contextlib.suppress(ConnectionError):
-        while True:
-            await asyncio.sleep(interval)
-            await response.write(HEARTBEAT)
 
 
 def _sse(logged: LoggedEvent, frame: Callable[[LoggedEvent], bytes]) -> bytes:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from collections.abc import Awaitable
 from typing import Any
 
 import msgspec
@@ -29,7 +30,6 @@ from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import (
     DEFAULT_SSE_HEARTBEAT,
-    first_event,
     gate,
     read_body,
     requested_version,
@@ -127,19 +127,18 @@ class JsonRpcBinding:
             log.exception("could not answer a JSON-RPC request")
             return self._error(request_id, InternalError())
 
-    async def _stream(
+    def _stream(
         self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext
-    ) -> web.StreamResponse:
+    ) -> Awaitable[web.StreamResponse]:
+        # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
+        # event are raised by ``write_sse`` before any header, and answered as plain JSON.
         events = self.handler.stream(method, params, ctx)
-        first = await first_event(events)  # errors before the first event answer as plain JSON
         prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
 
         def frame(logged: LoggedEvent) -> bytes:
             return prefix + logged.body + b"}"
 
-        return await write_sse(
-            request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
-        )
+        return write_sse(request, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat)
 
     # ---- A2A 0.3, translated at the edge ----------------------------------------------------
 
@@ -233,11 +232,6 @@ class JsonRpcBinding:
         self, request: web.BaseRequest, call: Call, ctx: CallContext, *, as_v10: bool = False
     ) -> web.StreamResponse:
         request_id = call.id
-        events = self.handler.stream(call.method.name, call.params, ctx)
-        try:
-            first = await first_event(events)
-        except ProtocolError as exc:  # a 0.3 client reads errors of a stream from the stream
-            return await sse_error(request, encode_error(request_id, exc))
         prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
 
         def frame(logged: LoggedEvent) -> bytes:
@@ -245,9 +239,13 @@ class JsonRpcBinding:
                 return prefix + encode(v03.with_v03_enums(msgspec.json.decode(logged.body))) + b"}"
             return prefix + encode(v03.event_to_v03(msgspec.json.decode(logged.body))) + b"}"
 
-        return await write_sse(
-            request, first, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
-        )
+        try:
+            events = self.handler.stream(call.method.name, call.params, ctx)
+            return await write_sse(
+                request, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
+            )
+        except ProtocolError as exc:  # before the first event: a 0.3 client reads it from the stream
+            return await sse_error(request, encode_error(request_id, exc))
 
 
 def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:

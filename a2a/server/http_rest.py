@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable
 from typing import Any
 
 import msgspec
@@ -25,7 +26,7 @@ from ..protocol.version import is_legacy
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import DEFAULT_SSE_HEARTBEAT, first_event, gate, read_body, requested_version, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, gate, read_body, requested_version, write_sse
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -103,14 +104,17 @@ class RestBinding:
         """The path after the binding's prefix (which includes any prefix the server is mounted at)."""
         return request.path[self._tail_from :]
 
-    async def _stream(self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext) -> web.StreamResponse:
+    def _stream(
+        self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
+    ) -> Awaitable[web.StreamResponse]:
+        # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
+        # event are raised by ``write_sse`` before any header.
         events = self.handler.stream(method, params, ctx)
-        first = await first_event(events)
 
         def frame(logged: LoggedEvent) -> bytes:
             return logged.body
 
-        return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)
+        return write_sse(request, events, frame, rest.encode_error, heartbeat=self.heartbeat)
 
     # ---- A2A 0.3 (ProtoJSON of 0.3's proto), translated at the edge ---------------------------
 
@@ -160,9 +164,8 @@ class RestBinding:
         self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
     ) -> web.StreamResponse:
         events = self.handler.stream(method, params, ctx)
-        first = await first_event(events)
 
         def frame(logged: LoggedEvent) -> bytes:
             return encode(v03.proto_event_to_v03(msgspec.json.decode(logged.body)))
 
-        return await write_sse(request, first, events, frame, rest.encode_error, heartbeat=self.heartbeat)
+        return await write_sse(request, events, frame, rest.encode_error, heartbeat=self.heartbeat)

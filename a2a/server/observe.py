@@ -116,7 +116,9 @@ class Observer:
                 self.metrics.duration.observe(labels, time.perf_counter() - started)
 
     def stream(self, method: str, ctx: Any, events: AsyncIterator[LoggedEvent]) -> AsyncIterator[LoggedEvent]:
-        """``events``, observed: one span and one duration for the whole stream."""
+        """``events``, observed: one span and one duration for the whole stream. Without metrics
+        the events themselves (or the span's wrapper), not one more generator around them: an
+        open stream holds each of its generators (a frame, and an entry in the loop's set)."""
         binding = self._exchange(method, ctx)
         if self.tracing is not None:
             attributes = self._attributes(binding, ctx)
