@@ -3,8 +3,9 @@
 ``RpcConnection`` does no I/O. A binding hands it each incoming message (``receive``) and a
 coroutine that sends one outgoing message; the connection does the rest, the same way for every
 binding: it decodes calls with ``a2a.protocol.jsonrpc``, answers unary calls and streams out of
-order as they finish (correlated by ``id``), enforces the in-flight limit, runs a few calls at a
-time (``call_slots``: one peer's flood must not fill the event loop), cancels one stream on
+order as they finish (correlated by ``id``), enforces the in-flight limit, takes one message per
+turn of the event loop and runs a few calls at a time (``call_slots``: one peer's flood must not
+fill the loop), cancels one stream on
 ``$/cancel``, serves the connection-level methods (``GetAgentCard``, ``initialize``), and
 encodes protocol errors as JSON-RPC errors (the handler raises nothing else). A peer that breaks
 a limit makes ``receive`` raise ``ConnectionViolation``, which the binding turns into a close.
@@ -170,8 +171,8 @@ class RpcConnection:
                 call = decode_call(message, max_depth=self.limits.max_json_depth)
             except RequestError as exc:
                 await self._refused(message, exc)
-                return
-            await self._dispatch(call)
+            else:
+                await self._dispatch(call)
         except ConnectionViolation:
             raise
         except UnicodeDecodeError:
@@ -180,6 +181,11 @@ class RpcConnection:
             log.warning("refused a message that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
             error = InvalidRequestError(f"Message could not be decoded: {str(exc)[:200]}")
             await self._write(encode_error(None, error))
+        # One message per turn of the event loop, as an HTTP connection sends one request at a
+        # time: a burst the binding read at once (hundreds of frames in one TCP read) is taken
+        # between other clients' work, not ahead of all of it, and a peer that sends faster than
+        # it is served is slowed down by TCP backpressure, not queued up in the loop.
+        await asyncio.sleep(0)
 
     async def _refused(self, message: bytes, exc: RequestError) -> None:
         """A message that is no A2A call: a connection-level call, an ignored notification, or an error."""

@@ -1,7 +1,8 @@
 """One connection's flood of calls does not fill the event loop, and does not starve itself.
 
-A WebSocket or stdio peer may have ``max_in_flight`` calls unanswered, but only
-``max_executing`` of them run at once; the rest wait in arrival order (``call_slots``). A call
+A connection takes one message per turn of the event loop. A WebSocket or stdio peer may have
+``max_in_flight`` calls unanswered, but only ``max_executing`` of them run at once; the rest
+wait in arrival order (``call_slots``). A call
 that waits (a blocking send, a cancellation, a stream) gives its slot up after a short hold, so
 that the same connection's ``GetTask`` and ``CancelTask`` are never stuck behind it. The shared
 core is tested in memory, then each binding with a real server.
@@ -128,6 +129,21 @@ async def test_at_most_max_executing_run_and_the_rest_start_in_arrival_order(ech
         assert all(a["error"]["code"] == -32001 for a in answers)  # each call really ran
         assert gate.most_running == 3
         assert [task_id for _, task_id in gate.started] == [f"t{n}" for n in range(20)]
+
+
+@pytest.mark.parametrize(
+    "message",
+    [_get(1), _send(2, "hello"), {"jsonrpc": "2.0", "id": 3, "method": "NoSuchMethod"}, "not json", {"id": None}],
+    ids=["call", "send", "unknown method", "not json", "null id"],
+)
+async def test_each_message_takes_one_turn_of_the_loop(echo_agent: Agent, message: Any) -> None:
+    """``receive`` lets the loop run before the binding reads the next message: a burst of frames
+    read at once is taken between other clients' work, whatever the frames are."""
+    async with _peer(echo_agent) as peer:
+        others: list[int] = []
+        asyncio.get_running_loop().call_soon(others.append, 1)
+        await peer.conn.receive(message.encode() if isinstance(message, str) else json.dumps(message).encode())
+        assert others == [1], "another client's work ran before the next message"
 
 
 async def test_queued_calls_count_in_flight_and_the_limit_still_closes(echo_agent: Agent) -> None:
