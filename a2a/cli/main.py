@@ -277,6 +277,7 @@ async def _serve(args: argparse.Namespace) -> int:
     from ..errors import A2AError
     from ..server import A2AServer, ServerConfig
     from ..server.backend import default_store_url, open_backend
+    from ..server.ws import WebSocketConfig
     from .banner import print_banner
 
     agent = _load_agent(args.target, args.agent_options, args.serve_flags)
@@ -293,6 +294,7 @@ async def _serve(args: argparse.Namespace) -> int:
         metrics=args.metrics,
         bindings=_bindings(args.bindings),
         serve_v03=not args.no_v03,
+        websocket=WebSocketConfig(max_executing=args.max_executing),
     )
     if config.access_log:
         _log_access(args.log_format)
@@ -337,7 +339,9 @@ async def _serve_stdio(args: argparse.Namespace) -> int:
     stop = _stop_on_signals()
     agent = _load_agent(args.target, args.agent_options, args.serve_flags)
     backend = open_backend(args.store or "memory:", namespace=_namespace(agent), exclusive=True)
-    config = StdioConfig(max_line_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth)
+    config = StdioConfig(
+        max_line_bytes=args.max_body_bytes, max_json_depth=args.max_json_depth, max_executing=args.max_executing
+    )
     try:
         return await serve_stdio(
             agent,

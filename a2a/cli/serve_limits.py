@@ -1,5 +1,6 @@
-"""The ``a2a serve`` flags of the HTTP server's resource bounds (``HttpLimits``): their
-defaults and meaning are the dataclass's, so that the flags and the configuration agree."""
+"""The ``a2a serve`` flags of the server's resource bounds (``HttpLimits``, and the WebSocket
+and stdio connections'): their defaults and meaning are the dataclasses', so that the flags and
+the configuration agree."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from ..server.limits import HttpLimits
 
-__all__ = ["DEFAULTS", "add_limit_flags", "limits_from_flags"]
+__all__ = ["DEFAULTS", "DEFAULT_MAX_EXECUTING", "add_limit_flags", "limits_from_flags"]
 
 #: ``HttpLimits()``'s defaults, as literals: building the parser must not import the server
 #: (every command builds it). A test keeps them equal to the dataclass's.
@@ -22,6 +23,8 @@ DEFAULTS = SimpleNamespace(
     request_encodings=("gzip", "deflate"),
 )
 _DEFAULTS = DEFAULTS
+#: ``a2a.server.rpc_connection.DEFAULT_MAX_EXECUTING`` (the same test).
+DEFAULT_MAX_EXECUTING = 8
 
 
 def add_limit_flags(serve: argparse.ArgumentParser) -> None:
@@ -68,6 +71,25 @@ def add_limit_flags(serve: argparse.ArgumentParser) -> None:
         help="Content-Encodings of request bodies to inflate, comma-separated, or 'none' (then 415) "
         f"(default {','.join(_DEFAULTS.request_encodings)})",
     )
+    connection = serve.add_argument_group("connection limits (WebSocket and stdio; protocol.md §6)")
+    connection.add_argument(
+        "--max-executing",
+        metavar="N",
+        type=_at_least_one,
+        default=DEFAULT_MAX_EXECUTING,
+        help="calls of one connection that run at once, the others waiting their turn in order; a call "
+        f"waiting over 50 ms (a blocking send) gives its turn up (default {DEFAULT_MAX_EXECUTING})",
+    )
+
+
+def _at_least_one(value: str) -> int:
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{value!r} is not a whole number") from None
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is too few: at least 1")
+    return number
 
 
 def limits_from_flags(args: argparse.Namespace) -> HttpLimits:

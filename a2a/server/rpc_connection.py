@@ -3,7 +3,9 @@
 ``RpcConnection`` does no I/O. A binding hands it each incoming message (``receive``) and a
 coroutine that sends one outgoing message; the connection does the rest, the same way for every
 binding: it decodes calls with ``a2a.protocol.jsonrpc``, answers unary calls and streams out of
-order as they finish (correlated by ``id``), enforces the in-flight limit, cancels one stream on
+order as they finish (correlated by ``id``), enforces the in-flight limit, takes one message per
+turn of the event loop and runs a few calls at a time (``call_slots``: one peer's flood must not
+fill the loop), cancels one stream on
 ``$/cancel``, serves the connection-level methods (``GetAgentCard``, ``initialize``), and
 encodes protocol errors as JSON-RPC errors (the handler raises nothing else). A peer that breaks
 a limit makes ``receive`` raise ``ConnectionViolation``, which the binding turns into a close.
@@ -45,12 +47,15 @@ from ..protocol.jsonrpc import Call, RequestError, decode_call, encode_error, en
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, UnsetType
+from .call_slots import CallSlots, Slot
 from .events import ends_stream
 from .handler import CallContext, RequestHandler
 
 __all__ = [
     "CLOSE_POLICY_VIOLATION",
     "CLOSE_TOO_BIG",
+    "DEFAULT_CALL_SLOT_HOLD",
+    "DEFAULT_MAX_EXECUTING",
     "DEFAULT_MAX_IN_FLIGHT",
     "ConnectionLimits",
     "ConnectionViolation",
@@ -60,6 +65,12 @@ __all__ = [
 log = logging.getLogger("a2a.server")
 
 DEFAULT_MAX_IN_FLIGHT = 256
+#: Calls of one connection that run at once (the others wait in arrival order): enough for a
+#: client's parallel calls, few enough that a flooding peer leaves the loop to everyone else.
+DEFAULT_MAX_EXECUTING = 8
+#: Seconds a call keeps its slot at most: longer, it is waiting (for its agent, a cancellation,
+#: another replica), not working, and must not hold back the connection's quick calls.
+DEFAULT_CALL_SLOT_HOLD = 0.05
 #: Close codes (RFC 6455) a violation carries; stdio reports the same reason and exits.
 CLOSE_POLICY_VIOLATION = 1008
 CLOSE_TOO_BIG = 1009
@@ -73,6 +84,16 @@ class ConnectionLimits:
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
     #: Deepest nesting of objects and arrays in a message; deeper: -32600 (the connection goes on).
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
+    #: Calls (unary, and streams until their first event) that run at once; more wait their turn.
+    max_executing: int = DEFAULT_MAX_EXECUTING
+    #: Seconds after which a call that has not finished gives its slot to the next one.
+    call_slot_hold: float = DEFAULT_CALL_SLOT_HOLD
+
+    def __post_init__(self) -> None:
+        if self.max_executing < 1:
+            raise ValueError("ConnectionLimits.max_executing must be at least 1")
+        if self.call_slot_hold <= 0:
+            raise ValueError("ConnectionLimits.call_slot_hold must be positive")
 
     def wire(self) -> Limits:
         return Limits(max_message_bytes=self.max_message_bytes, max_in_flight=self.max_in_flight)
@@ -124,6 +145,7 @@ class RpcConnection:
         self._binding = binding
         self._admit = admit
         self._lock = asyncio.Lock()
+        self._slots = CallSlots(self.limits.max_executing, self.limits.call_slot_hold)
         self._tasks: dict[str | int, asyncio.Task[None]] = {}
         self._streams: set[str | int] = set()
         self._canceled: set[str | int] = set()
@@ -149,8 +171,8 @@ class RpcConnection:
                 call = decode_call(message, max_depth=self.limits.max_json_depth)
             except RequestError as exc:
                 await self._refused(message, exc)
-                return
-            await self._dispatch(call)
+            else:
+                await self._dispatch(call)
         except ConnectionViolation:
             raise
         except UnicodeDecodeError:
@@ -159,6 +181,11 @@ class RpcConnection:
             log.warning("refused a message that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
             error = InvalidRequestError(f"Message could not be decoded: {str(exc)[:200]}")
             await self._write(encode_error(None, error))
+        # One message per turn of the event loop, as an HTTP connection sends one request at a
+        # time: a burst the binding read at once (hundreds of frames in one TCP read) is taken
+        # between other clients' work, not ahead of all of it, and a peer that sends faster than
+        # it is served is slowed down by TCP backpressure, not queued up in the loop.
+        await asyncio.sleep(0)
 
     async def _refused(self, message: bytes, exc: RequestError) -> None:
         """A message that is no A2A call: a connection-level call, an ignored notification, or an error."""
@@ -220,6 +247,7 @@ class RpcConnection:
 
     async def _unary(self, call: Call, ctx: CallContext) -> None:
         assert call.id is not None
+        slot = await self._slots.take()
         try:
             result = await self.handler.call(call.method.name, call.params, ctx)
             body = encode_result(call.id, result)
@@ -228,13 +256,17 @@ class RpcConnection:
         except Exception:  # a fault of ours: the caller still gets an answer, never silence
             log.exception("could not answer %s", call.method.name)
             body = encode_error(call.id, InternalError())
+        finally:
+            slot.release()  # before the write: a peer slow to read holds no slot
         await self._write(body)
 
     async def _stream(self, call: Call, ctx: CallContext) -> None:
         request_id = call.id
         assert request_id is not None
+        slot: Slot | None = None
         try:
-            closing = encode_stream_end(request_id, await self._pump(call, ctx, request_id))
+            slot = await self._slots.take()
+            closing = encode_stream_end(request_id, await self._pump(call, ctx, request_id, slot))
         except asyncio.CancelledError:
             if request_id not in self._canceled or self._closed:
                 raise
@@ -249,16 +281,20 @@ class RpcConnection:
             log.exception("could not stream %s", call.method.name)
             closing = encode_error(request_id, InternalError())
         finally:
+            if slot is not None:
+                slot.release()
             # From here on $/cancel cannot interrupt it: exactly one closing frame goes out.
             self._streams.discard(request_id)
         await self._write(closing)
 
-    async def _pump(self, call: Call, ctx: CallContext, request_id: str | int) -> str:
+    async def _pump(self, call: Call, ctx: CallContext, request_id: str | int, slot: Slot) -> str:
         events = self.handler.stream(call.method.name, call.params, ctx)
         prefix = stream_prefix(request_id)
         complete = False
         try:
             async for logged in events:
+                # Its first event out, a stream follows its task: it waits, it no longer works.
+                slot.release()
                 await self._write(encode_stream_event(prefix, logged.seq, logged.body))
                 complete = ends_stream(logged.event)
         finally:

@@ -38,6 +38,7 @@ from .handler import CallContext, RequestHandler
 from .push import PushNotifier
 from .rpc_connection import (
     CLOSE_TOO_BIG,
+    DEFAULT_MAX_EXECUTING,
     DEFAULT_MAX_IN_FLIGHT,
     ConnectionLimits,
     ConnectionViolation,
@@ -60,6 +61,8 @@ class StdioConfig:
     #: Longest request line; one more byte and the server answers the error and exits (status 1).
     max_line_bytes: int = 4 * 1024 * 1024
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Of those, how many run at once; the others wait in arrival order (as over WebSocket).
+    max_executing: int = DEFAULT_MAX_EXECUTING
     #: Deepest nesting of objects and arrays in a request; deeper: -32600 (the process goes on).
     max_json_depth: int = DEFAULT_MAX_JSON_DEPTH
     #: After end of stdin, how long requests in flight may finish before they are canceled.
@@ -317,6 +320,7 @@ async def serve_stdio(
             max_message_bytes=config.max_line_bytes,
             max_in_flight=config.max_in_flight,
             max_json_depth=config.max_json_depth,
+            max_executing=config.max_executing,
         ),
         admit=_admitter(authenticator),
     )

@@ -24,7 +24,13 @@ from .admission import admit
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .handler import RequestHandler
 from .http_jsonrpc import jsonrpc_error_body
-from .rpc_connection import DEFAULT_MAX_IN_FLIGHT, ConnectionLimits, ConnectionViolation, RpcConnection
+from .rpc_connection import (
+    DEFAULT_MAX_EXECUTING,
+    DEFAULT_MAX_IN_FLIGHT,
+    ConnectionLimits,
+    ConnectionViolation,
+    RpcConnection,
+)
 
 __all__ = ["WS_PATH", "WebSocketBinding", "WebSocketConfig", "websocket_url"]
 
@@ -45,6 +51,9 @@ class WebSocketConfig:
     max_message_bytes: int | None = None
     #: Requests (streams included) a connection may have unanswered; one more: close 1008.
     max_in_flight: int = DEFAULT_MAX_IN_FLIGHT
+    #: Of those, how many run at once; the others wait in arrival order (a call that waits
+    #: longer than 50 ms, such as a blocking send, gives its turn up: protocol.md §6).
+    max_executing: int = DEFAULT_MAX_EXECUTING
     #: Ping after this many idle seconds; no pong within half of it drops the connection.
     heartbeat: float | None = 20.0
     #: Accept credentials as query parameters (``access_token=``, or the API key header's name)
@@ -103,6 +112,7 @@ class WebSocketBinding:
             max_message_bytes=config.max_message_bytes or max_body,
             max_in_flight=config.max_in_flight,
             max_json_depth=max_json_depth,
+            max_executing=config.max_executing,
         )
         self._card = card
         self._live: dict[web.WebSocketResponse, RpcConnection] = {}

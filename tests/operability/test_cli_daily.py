@@ -95,6 +95,14 @@ def test_the_cli_default_limits_are_the_servers() -> None:
 
     for name, value in vars(DEFAULTS).items():
         assert getattr(HttpLimits(), name) == value, name
+    from a2a.cli.serve_limits import DEFAULT_MAX_EXECUTING
+    from a2a.server.rpc_connection import ConnectionLimits
+    from a2a.server.stdio import StdioConfig
+    from a2a.server.ws import WebSocketConfig
+
+    assert ConnectionLimits().max_executing == DEFAULT_MAX_EXECUTING
+    assert WebSocketConfig().max_executing == DEFAULT_MAX_EXECUTING
+    assert StdioConfig().max_executing == DEFAULT_MAX_EXECUTING
 
 
 # ---- the serve banner ---------------------------------------------------------------------------
