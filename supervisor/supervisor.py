@@ -344,18 +344,11 @@ class Supervisor:
                 self._memory_saver = InMemorySaver()
             yield self._memory_saver
         else:
-            from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+            from .sqlite_saver import open_sqlite_saver
 
             path = checkpoint.resolved_path()
             path.parent.mkdir(parents=True, exist_ok=True)
-            async with AsyncSqliteSaver.from_conn_string(str(path)) as saver:
-                await saver.setup()  # the tables, and the WAL journal
-                # In WAL mode, NORMAL syncs the log to disk at its checkpoints rather than at every
-                # commit: a commit survives the process dying (the SQLite file is consistent and
-                # holds it), and only a power loss may take back the last commits. A resume then
-                # finds an older checkpoint and resends what followed with the same message ids,
-                # which the agents answer with the tasks they already have.
-                await saver.conn.execute("PRAGMA synchronous=NORMAL")
+            with open_sqlite_saver(str(path)) as saver:
                 yield saver
 
     def _interactive(self, requested: bool | None) -> bool:
