@@ -20,7 +20,7 @@ from __future__ import annotations
 import contextlib
 import os
 import time
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncGenerator, AsyncIterator, Iterator, Mapping
 from typing import TYPE_CHECKING, Any, TypeVar
 
 from .errors import ProtocolError
@@ -145,7 +145,7 @@ class Tracing:
         finally:
             self._context.detach(token)
 
-    async def _carried_stream(self, ctx: Any, items: AsyncIterator[_Item]) -> AsyncIterator[_Item]:
+    async def _carried_stream(self, ctx: Any, items: AsyncIterator[_Item]) -> AsyncGenerator[_Item, None]:
         """``items`` advanced with ``ctx`` current, never across a ``yield`` (see ``stream``)."""
         try:
             while True:
@@ -224,24 +224,15 @@ class Tracing:
     ) -> AsyncIterator[_Item]:
         span, ctx = self.start(operation, kind, attributes, traceparent, tracestate)
         try:
-            while True:
-                token = self._context.attach(ctx)
-                try:
-                    item = await anext(items)
-                except StopAsyncIteration:
-                    return
-                finally:
-                    self._context.detach(token)
-                yield item
+            async with contextlib.aclosing(self._carried_stream(ctx, items)) as carried:
+                async for item in carried:
+                    yield item
         except BaseException as exc:
             if not isinstance(exc, GeneratorExit):  # the consumer stopped reading: no failure
                 self.failed(span, exc, kind)
             raise
         finally:
-            try:
-                await items.aclose()  # type: ignore[attr-defined]
-            finally:
-                span.end()
+            span.end()
 
 
 #: What ``span`` yields when no span is recorded (its callers do not use it).
