@@ -635,8 +635,10 @@ class Delegator:
         from_start: bool = False,
     ) -> None:
         """Apply a stream's events until the task settles. A stream of a new message (``from_start``)
-        that opens with the task itself then carries every artifact chunk and status (with its
-        token use) there is: its end is the whole task, with no GetTask after it."""
+        that opens with the task itself and brings a result carries every artifact chunk and
+        status (with its token use) there is: its end is the whole task, with no GetTask after
+        it. A stream that brought no result is read once more: some agents (fasta2a) put their
+        artifacts only in the task, never in an event."""
         whole: bool | None = None if from_start else False
         async with contextlib.aclosing(events) as stream:  # type: ignore[type-var]
             async for event in stream:
@@ -647,7 +649,7 @@ class Delegator:
                 self._progress(record)
                 if self._settled(record, send):
                     if record.state in _FINAL:
-                        if whole:
+                        if whole and (record.artifacts or record.status_text):
                             self._final_seen.add(record.id)
                         await self._drain(stream)
                     # An interrupted task's subscription stays open until the task ends: closed

@@ -284,3 +284,32 @@ async def test_a_stream_that_did_not_open_with_the_task_is_read_once_more(monkey
     assert result.status == "completed", result.error
     (delegation,) = result.delegations
     assert reads == [delegation.task_id]
+
+
+async def test_a_stream_that_brought_no_result_is_read_once_more(monkeypatch: pytest.MonkeyPatch) -> None:
+    """An agent that puts its artifacts only in the task, never in an event (fasta2a does): the
+    stream opened with the task but brought nothing, so the final task is read for them."""
+    from a2a import A2AClient
+    from a2a import types as t
+
+    reads = _counting_reads(monkeypatch)
+    original = A2AClient.stream
+
+    def without_artifact_events(self: A2AClient, *args: Any, **kwargs: Any) -> Any:
+        async def events() -> Any:
+            async for event in original(self, *args, **kwargs):
+                if isinstance(event.payload, t.TaskStatusUpdateEvent):
+                    event.payload.status.message = None  # its text is no result either
+                if not isinstance(event.payload, t.TaskArtifactUpdateEvent):
+                    yield event
+
+        return events()
+
+    monkeypatch.setattr(A2AClient, "stream", without_artifact_events)
+    async with serving(worker("A")) as urls:
+        sup = Supervisor(urls, checkpoint={"backend": "memory"})
+        result = await asyncio.wait_for(sup.run("work on apples"), WAIT)
+    assert result.status == "completed", result.error
+    (delegation,) = result.delegations
+    assert reads == [delegation.task_id]
+    assert [a["name"] for a in delegation.artifacts] == ["result"]
