@@ -215,6 +215,8 @@ async def test_rest_blocking_send_waits_for_the_task(rest_client: A2AClient) -> 
     send says ``blocking: true`` so that 1.0's default (wait for the task) holds."""
     asked = await rest_client.send("ask")
     assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED
+    # Its status message comes under the ProtoJSON json_name ``message`` (not ``update``).
+    assert asked.status.message is not None and asked.status.message.text == "which one?"
     answered = await rest_client.send("Ada", task_id=asked.id, context_id=asked.context_id)
     assert isinstance(answered, t.Task) and answered.status.state is t.TaskState.COMPLETED
 
