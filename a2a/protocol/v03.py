@@ -781,8 +781,12 @@ def _proto_status_from_v03(status: Any, where: str) -> Json:
     status = _obj(status, where)
     state = status.get("state", "TASK_STATE_UNSPECIFIED")
     out: Json = {"state": _PROTO_STATE_FROM_V03.get(state, state)}
-    if status.get("update") is not None:
-        out["message"] = _proto_message_from_v03(status["update"], f"{where}.update")
+    # The field is ``update`` with ``json_name = "message"`` in 0.3's proto: a ProtoJSON printer
+    # writes ``message`` (@a2a-js/sdk 0.3, a2a-sdk 0.3), and a reader must accept either name.
+    for name in ("update", "message"):
+        if status.get(name) is not None:
+            out["message"] = _proto_message_from_v03(status[name], f"{where}.{name}")
+            break
     return _copy(status, out, "timestamp")
 
 

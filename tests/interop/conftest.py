@@ -252,6 +252,17 @@ def js03_server_url(js03_project: Path) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def js03_auth_server(js03_project: Path) -> Iterator[AuthServer]:
+    """The same 0.3 agent requiring one bearer token on both bindings (its card declares it)."""
+    token = secrets.token_urlsafe(24)
+    proc, url = js03_env.start_server(token=token)
+    try:
+        yield AuthServer(url, token)
+    finally:
+        peer_common.stop(proc)
+
+
+@pytest.fixture(scope="session")
 def python_a2a_python() -> Path:
     """The python-a2a venv's python (pip install on first use)."""
     return python_a2a_env.python()

@@ -2,7 +2,7 @@
 
 Runs ONLY under the 0.3 SDK venv (see sdk03_env.py). Usage::
 
-    python sdk03_client.py --url BASE_URL [--token T]
+    python sdk03_client.py --url BASE_URL [--token T] [--transport JSONRPC|HTTP+JSON]
 
 Prints ``{"step": NAME, "data": ...}`` (what the SDK parsed, as 0.3 JSON) or
 ``{"step": NAME, "error": "..."}`` per operation; one failing step does not stop the others.
@@ -124,7 +124,10 @@ async def main() -> None:
             get = GetTaskPushNotificationConfigParams(id=short.id, push_notification_config_id="hook")
             await step("push-get", lambda: rpc.get_task_callback(get))
 
-        watched = await step("send-watched", lambda: rpc.send_message(params("hold:30", blocking=False)))
+        # Only with a webhook to watch it: a task left holding would outlive the run.
+        watched = None
+        if args.watch_url:
+            watched = await step("send-watched", lambda: rpc.send_message(params("hold:30", blocking=False)))
         if args.watch_url and watched is not None and getattr(watched, "id", None):
             hook = PushNotificationConfig(id="watch", url=args.watch_url, token="tok-03")
             watch = TaskPushNotificationConfig(task_id=watched.id, push_notification_config=hook)

@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from our_env import AuthServer
 from peers import js03_env
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -93,3 +94,19 @@ def test_input_required_round_trip(our_greeter_url: str, binding: str) -> None:
     assert answered["id"] == asked["id"]
     assert answered["status"]["state"] == "completed"
     assert answered["artifacts"][0]["parts"][0]["text"] == "Hello, Ada!"
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+def test_bearer_token(our_auth_server: AuthServer, binding: str) -> None:
+    """``a2a serve --auth bearer``: the 0.3 client sending the token is served; with a wrong one
+    it raises what it read: over JSON-RPC the error in our 401's JSON-RPC body (it does not
+    report the status when the body is JSON-RPC), over HTTP+JSON the 401 itself."""
+    lines = js03_env.run_client(our_auth_server.url, binding, "send", token=our_auth_server.token)
+    assert [p["text"] for p in one(lines, "reply")["parts"]] == ["hello interop"]
+    assert one(lines, "task_reply")["status"]["state"] == "completed"
+    refused = js03_env.run_client(our_auth_server.url, binding, "send", token="wrong-token", check=False)
+    assert not step(refused, "reply"), refused
+    assert refused[-1]["step"] == "error", refused
+    reported = refused[-1]["raised"]["message"]
+    expected = "Authentication required" if binding == "JSONRPC" else "401"
+    assert expected in reported, reported

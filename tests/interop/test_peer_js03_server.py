@@ -3,8 +3,9 @@
 
 The JS agent (``peers/js03/echo_server.mjs``) serves a 0.3 card, JSON-RPC at ``/a2a/jsonrpc``
 and HTTP+JSON at ``/a2a/rest``: plain text gets a Message back, ``stream:N`` a task streaming N
-chunks, ``hold:S`` a task working S seconds. Our client reads the 0.3 card and speaks 0.3
-JSON-RPC to it.
+chunks, ``hold:S`` a task working S seconds, ``ask`` a task waiting in input-required. Our
+client reads the 0.3 card and speaks 0.3 JSON-RPC (or 0.3 HTTP+JSON) to it. A second instance
+requires a bearer token on both bindings.
 """
 
 from __future__ import annotations
@@ -16,14 +17,15 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
-from our_env import run_cli
+from our_env import AuthServer, run_cli
 
-from a2a import A2AClient, RetryPolicy
+from a2a import A2AClient, BearerToken, RetryPolicy
 from a2a import types as t
 from a2a.errors import A2AError, TaskNotCancelableError, TaskNotFoundError
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
+BINDINGS = ["JSONRPC", "HTTP+JSON"]
 DEADLINE = 30.0  # bound on every exchange: a hung peer fails the test, it does not stall the suite
 
 
@@ -117,6 +119,41 @@ async def test_its_0_3_rest_errors_are_typed(js03_server_url: str) -> None:
             await c.cancel_task(done.id)
 
 
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_input_required_round_trip(js03_server_url: str, binding: str) -> None:
+    async with A2AClient(js03_server_url, binding=binding, retry=RetryPolicy.none(), timeout=10) as c:
+        asked = await c.send("ask")
+        assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED, asked
+        assert asked.status.message is not None and texts(asked.status.message.parts) == ["What is your name?"]
+        answered = await c.send("Ada", task_id=asked.id, context_id=asked.context_id)
+        assert isinstance(answered, t.Task), answered
+        assert (answered.id, answered.status.state) == (asked.id, t.TaskState.COMPLETED)
+        assert answered.artifacts is not None and texts(answered.artifacts[0].parts) == ["Hello, Ada!"]
+
+
+@pytest.mark.parametrize("binding", BINDINGS)
+async def test_bearer_token(js03_auth_server: AuthServer, binding: str) -> None:
+    """Its card declares the scheme the 0.3 way; our client sends the token on every call (a
+    stream too) and a wrong one is refused with the 401 named."""
+    async with A2AClient(
+        js03_auth_server.url,
+        binding=binding,
+        credentials=BearerToken(js03_auth_server.token),
+        retry=RetryPolicy.none(),
+        timeout=10,
+    ) as c:
+        reply = await c.send("hello")
+        assert isinstance(reply, t.Message) and texts(reply.parts) == ["hello"]
+        events = await collect(c.stream("stream:1"))
+        assert isinstance(events[-1], t.TaskStatusUpdateEvent)
+        assert events[-1].status.state is t.TaskState.COMPLETED
+    async with A2AClient(
+        js03_auth_server.url, binding=binding, credentials=BearerToken("wrong"), retry=RetryPolicy.none(), timeout=10
+    ) as c:
+        with pytest.raises(A2AError, match="401"):
+            await c.send("hello")
+
+
 def ok_json(proc: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
     assert proc.returncode == 0, f"exit {proc.returncode}\nstdout: {proc.stdout}\nstderr: {proc.stderr}"
     assert "Traceback" not in proc.stderr, proc.stderr
@@ -137,3 +174,19 @@ def test_cli_card_send_stream_get_cancel(js03_server_url: str) -> None:
     (held,) = ok_json(run_cli("send", js03_server_url, "hold:30", "--no-wait", "--json", "--retries", "1"))
     (canceled,) = ok_json(run_cli("cancel", js03_server_url, held["id"], "--json", "--retries", "1"))
     assert canceled["id"] == held["id"]
+
+
+def test_cli_input_required_round_trip(js03_server_url: str) -> None:
+    (asked,) = ok_json(run_cli("send", js03_server_url, "ask", "--no-prompt", "--json", "--retries", "1"))
+    assert asked["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    answer = run_cli("send", js03_server_url, "Ada", "--task-id", asked["id"], "--context-id", asked["contextId"])
+    assert answer.returncode == 0, answer.stderr
+    assert "Hello, Ada!" in answer.stdout
+
+
+def test_cli_bearer_token(js03_auth_server: AuthServer) -> None:
+    url = js03_auth_server.url
+    (message,) = ok_json(run_cli("send", url, "hello", "--json", "--token", js03_auth_server.token, "--retries", "1"))
+    assert [p["text"] for p in message["parts"]] == ["hello"]
+    refused = run_cli("send", url, "hello", "--token", "wrong", "--retries", "1")
+    assert refused.returncode != 0 and "401" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr

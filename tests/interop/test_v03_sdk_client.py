@@ -21,6 +21,7 @@ import our_env
 import pytest
 import sdk03_env
 import sdk_env
+from our_env import AuthServer
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
 
@@ -188,3 +189,22 @@ def test_a_1_0_client_sees_the_same_tasks(run: tuple[str, dict[str, dict[str, An
     response = httpx.post(url + "/a2a/jsonrpc", json=body, headers={"A2A-Version": "1.0"}, timeout=10)
     task = response.json()["result"]
     assert task["status"]["state"] == "TASK_STATE_COMPLETED" and "kind" not in task
+
+
+@pytest.mark.parametrize("transport", ["JSONRPC", "HTTP+JSON"])
+def test_bearer_token(our_auth_server: AuthServer, transport: str) -> None:
+    """``a2a serve --auth bearer``: the 0.3 client sending the token is served every operation;
+    with a wrong one the card (public) is read and every call raises the SDK's HTTP 401 error."""
+    lines = sdk03_env.run_sdk03_client(our_auth_server.url, token=our_auth_server.token, transport=transport)
+    card = data(lines, "card")  # our card declares the scheme the 0.3 way, and the SDK reads it
+    assert card["security"] == [{"bearer": []}] and card["securitySchemes"]["bearer"]["type"] == "http"
+    assert data(lines, "send")["parts"] == [{"kind": "text", "text": "hello"}]
+    assert data(lines, "stream")[-1]["status"]["state"] == "completed"
+    assert data(lines, "get")["status"]["state"] == "completed"
+    assert data(lines, "cancel")["status"]["state"] == "canceled"
+    assert data(lines, "resubscribe")[-1]["status"]["state"] == "completed"
+    refused = sdk03_env.run_sdk03_client(our_auth_server.url, token="wrong-token", transport=transport)
+    assert data(refused, "card")["name"] == "Echo"
+    for name in ("send", "stream", "send-nonblocking", "send-for-resubscribe"):
+        line = refused.get(name)
+        assert line is not None and "401" in line.get("error", ""), (name, line)

@@ -2,13 +2,15 @@
 
 The 0.3 echo agent (``sdk03_echo_server.py``) runs in the 0.3 SDK's own venv; our client reads
 its card (no ``supportedInterfaces``), chooses 0.3 from it and speaks 0.3 JSON-RPC, handing
-1.0 objects to its caller.
+1.0 objects to its caller. A second instance sits behind a bearer token check (a2a-sdk 0.3 has
+none of its own), its card declaring the scheme.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import secrets
 from collections.abc import AsyncIterator, Iterator
 
 import msgspec
@@ -16,11 +18,12 @@ import our_env
 import pytest
 import sdk03_env
 import sdk_env
+from our_env import AuthServer
 
-from a2a import A2AClient
+from a2a import A2AClient, BearerToken
 from a2a import types as t
 from a2a.client.retry import RetryPolicy
-from a2a.errors import InternalError, TaskNotCancelableError, TaskNotFoundError
+from a2a.errors import A2AError, InternalError, TaskNotCancelableError, TaskNotFoundError
 from tests.bindings._bindings_support import CuttableProxy
 
 pytestmark = [pytest.mark.interop, pytest.mark.slow]
@@ -128,6 +131,46 @@ async def test_the_supervisor_registry_reads_a_0_3_agent(sdk03_url: str) -> None
         await registry.close()
 
 
+# ---- the same agent behind a bearer token check -----------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sdk03_auth_server() -> Iterator[AuthServer]:
+    token = secrets.token_urlsafe(24)
+    proc = sdk03_env.start_sdk03_server("--token", token)
+    try:
+        yield AuthServer(sdk_env.wait_ready(proc, what="a2a-sdk 0.3 server (bearer)"), token)
+    finally:
+        sdk_env.stop(proc)
+
+
+async def test_bearer_token(sdk03_auth_server: AuthServer) -> None:
+    """Our client reads the card's 0.3 scheme, sends the token on every call (a stream too); a
+    wrong one is refused with the 401 named."""
+    url = sdk03_auth_server.url
+    async with A2AClient(
+        url, credentials=BearerToken(sdk03_auth_server.token), retry=RetryPolicy.none(), timeout=20
+    ) as c:
+        card = await c.get_card()
+        assert card.security_schemes is not None and "bearer" in card.security_schemes
+        reply = await c.send("hello")
+        assert isinstance(reply, t.Message) and reply.text == "hello"
+        payloads = [e.payload async for e in c.stream("stream:1")]
+        last = payloads[-1]
+        assert isinstance(last, t.TaskStatusUpdateEvent) and last.status.state is t.TaskState.COMPLETED
+    async with A2AClient(url, credentials=BearerToken("wrong"), retry=RetryPolicy.none(), timeout=20) as c:
+        with pytest.raises(A2AError, match="401"):
+            await c.send("hello")
+
+
+def test_cli_bearer_token(sdk03_auth_server: AuthServer) -> None:
+    url, token = sdk03_auth_server.url, sdk03_auth_server.token
+    sent = our_env.run_cli("send", url, "hello", "--token", token, "--retries", "1", "--timeout", "20")
+    assert (sent.returncode, sent.stdout) == (0, "hello\n"), sent.stderr
+    refused = our_env.run_cli("send", url, "hello", "--token", "wrong", "--retries", "1", "--timeout", "20")
+    assert refused.returncode != 0 and "401" in refused.stderr and "Traceback" not in refused.stderr, refused.stderr
+
+
 # ---- the same agent served over HTTP+JSON (REST) only: our client speaks 0.3's REST binding ----
 
 
@@ -172,6 +215,8 @@ async def test_rest_blocking_send_waits_for_the_task(rest_client: A2AClient) -> 
     send says ``blocking: true`` so that 1.0's default (wait for the task) holds."""
     asked = await rest_client.send("ask")
     assert isinstance(asked, t.Task) and asked.status.state is t.TaskState.INPUT_REQUIRED
+    # Its status message comes under the ProtoJSON json_name ``message`` (not ``update``).
+    assert asked.status.message is not None and asked.status.message.text == "which one?"
     answered = await rest_client.send("Ada", task_id=asked.id, context_id=asked.context_id)
     assert isinstance(answered, t.Task) and answered.status.state is t.TaskState.COMPLETED
 

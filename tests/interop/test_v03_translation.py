@@ -290,6 +290,21 @@ def test_rest_client_side_of_0_3() -> None:
     assert (config.task_id, config.id, config.url) == ("t", "h", "http://x/hook")
 
 
+def test_rest_status_message_under_its_json_name_is_read() -> None:
+    """0.3's proto names the status's message ``update`` with ``json_name = "message"``: ProtoJSON
+    printers (@a2a-js/sdk 0.3's REST server) write ``message``, and it must not be dropped."""
+    said = {"messageId": "x", "role": "ROLE_AGENT", "content": [{"text": "What is your name?"}]}
+    task = {"id": "t", "contextId": "c", "status": {"state": "TASK_STATE_INPUT_REQUIRED", "message": said}}
+    read = decode_as(encode(v03.proto_result_from_v03("GetTask", task)), t.Task)
+    assert read.status.message is not None and read.status.message.parts[0].text == "What is your name?"
+    update = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": task["status"], "final": True}}
+    streamed = decode_as(encode(v03.proto_result_from_v03("SendStreamingMessage", update)), t.StreamResponse)
+    assert streamed.status_update is not None and streamed.status_update.status.message is not None
+    assert streamed.status_update.status.message.parts[0].text == "What is your name?"
+    with pytest.raises(v03.V03Error, match=r"status\.message must be an object"):
+        v03.proto_result_from_v03("GetTask", {**task, "status": {"state": "TASK_STATE_WORKING", "message": 3}})
+
+
 def test_binding_http_json_chooses_0_3_rest() -> None:
     """A 0.3 card offering both: its preferred transport first, ``binding="HTTP+JSON"`` the REST one."""
     from a2a.client.card import choose_interface

@@ -35,20 +35,27 @@ def _script(name: str) -> Path:
     return target
 
 
-def start_server() -> tuple[subprocess.Popen[str], str]:
-    """The JS 0.3 echo agent on a free port; returns the process and its base URL."""
-    return common.start(
-        [js_env.node(), str(_script("echo_server.mjs")), "--port", "0"], what="JS SDK 0.3 server", cwd=project()
-    )
+def start_server(token: str | None = None) -> tuple[subprocess.Popen[str], str]:
+    """The JS 0.3 echo agent on a free port (with ``token``: required on both bindings);
+    returns the process and its base URL."""
+    cmd = [js_env.node(), str(_script("echo_server.mjs")), "--port", "0"]
+    if token:
+        cmd += ["--token", token]
+    return common.start(cmd, what="JS SDK 0.3 server", cwd=project())
 
 
-def run_client(url: str, binding: str, scenario: str, timeout: float = 60.0) -> list[dict[str, Any]]:
-    """Run client.mjs once; return its JSON lines (raises unless it succeeded)."""
+def run_client(
+    url: str, binding: str, scenario: str, token: str | None = None, timeout: float = 60.0, check: bool = True
+) -> list[dict[str, Any]]:
+    """Run client.mjs once (``token``: sent on every request); return its JSON lines (with
+    check: raise unless it succeeded)."""
     cmd = [js_env.node(), str(_script("client.mjs")), "--url", url, "--binding", binding, "--scenario", scenario]
+    if token:
+        cmd += ["--token", token]
     proc = subprocess.run(
         cmd, check=False, capture_output=True, text=True, timeout=timeout, env=common.peer_environ(), cwd=project()
     )
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
-    if proc.returncode != 0:
+    if check and proc.returncode != 0:
         raise AssertionError(f"JS 0.3 client {scenario}/{binding} failed: {proc.stdout}\n{proc.stderr[-2000:]}")
     return lines

@@ -1,6 +1,6 @@
 // @a2a-js/sdk 0.3's client against an A2A server, one scenario per run (A2A 0.3 wire shapes).
 //
-//   node client.mjs --url BASE --binding JSONRPC|HTTP+JSON --scenario NAME
+//   node client.mjs --url BASE --binding JSONRPC|HTTP+JSON --scenario NAME [--token T]
 //
 // Prints one JSON line per step: {"step", "data"} with data the 0.3 JSON the SDK returned,
 // or {"step", "raised": {"type", "message"}} for an error it raised (the scenario goes on when
@@ -16,6 +16,7 @@ function arg(name, fallback) {
 const url = arg('--url');
 const binding = arg('--binding', 'JSONRPC');
 const scenario = arg('--scenario');
+const token = arg('--token', undefined);
 
 function emit(step, data) {
   process.stdout.write(JSON.stringify({ step, data }) + '\n');
@@ -24,6 +25,15 @@ function emit(step, data) {
 function emitRaised(step, err) {
   process.stdout.write(JSON.stringify({ step, raised: { type: err?.constructor?.name ?? 'Error', message: String(err?.message ?? err) } }) + '\n');
 }
+
+// Every request (the card's too) carries the token when one is given.
+const fetchImpl = token
+  ? (input, init = {}) => {
+      const headers = new Headers(init.headers ?? {});
+      headers.set('Authorization', `Bearer ${token}`);
+      return fetch(input, { ...init, headers });
+    }
+  : fetch;
 
 function params(text, { taskId, contextId, blocking } = {}) {
   return {
@@ -49,13 +59,13 @@ async function collect(stream, step) {
 }
 
 async function main() {
-  const resolver = new DefaultAgentCardResolver();
+  const resolver = new DefaultAgentCardResolver({ fetchImpl });
   if (scenario === 'card') {
     emit('card', await resolver.resolve(url));
     return;
   }
   const factory = new ClientFactory({
-    transports: [new JsonRpcTransportFactory(), new RestTransportFactory()],
+    transports: [new JsonRpcTransportFactory({ fetchImpl }), new RestTransportFactory({ fetchImpl })],
     preferredTransports: [binding],
     cardResolver: resolver,
   });

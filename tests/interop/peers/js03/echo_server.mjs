@@ -1,14 +1,18 @@
 // A small agent on @a2a-js/sdk 0.3's server (A2A 0.3 wire shapes), for our client and CLI.
 //
-//   node echo_server.mjs [--port N]
+//   node echo_server.mjs [--port N] [--token T]
 //
 // Serves JSON-RPC at /a2a/jsonrpc and HTTP+JSON at /a2a/rest on 127.0.0.1, the 0.3 card at
 // /.well-known/agent-card.json, and prints "READY http://127.0.0.1:PORT" once listening.
+// With --token, both bindings require "Authorization: Bearer T" (the card stays public and
+// declares the scheme the 0.3 way: securitySchemes by type, security).
 //
 // Skills (by the message text):
 //   anything   -> a Message with the same text back (no task)
 //   stream:N   -> a task: working, N artifact chunks appended to one artifact, completed
 //   hold:S     -> a task: working for S seconds (cancellable), then completed
+//   ask        -> a task waiting in input-required ("What is your name?"); the next message on
+//                 that task completes it with "Hello, <text>!"
 import express from 'express';
 import { randomUUID } from 'node:crypto';
 import { AGENT_CARD_PATH } from '@a2a-js/sdk';
@@ -21,6 +25,7 @@ function arg(name, fallback) {
 }
 
 const port = Number(arg('--port', '0'));
+const token = arg('--token', undefined);
 
 function agentMessage(text, taskId, contextId) {
   return {
@@ -57,7 +62,23 @@ const executor = {
   async execute(ctx, bus) {
     const { taskId, contextId } = ctx;
     const text = textOf(ctx.userMessage).trim();
-    if (!/\b(stream|hold):\d/.test(text)) {
+    if (ctx.task) {
+      // A follow-up turn: only the 'ask' task takes one (it waits in input-required). The
+      // task is published first so that the SDK's result manager applies what follows to it.
+      bus.publish({ ...ctx.task, kind: 'task' });
+      const greeting = `Hello, ${text}!`;
+      bus.publish({
+        kind: 'artifact-update',
+        taskId,
+        contextId,
+        artifact: { artifactId: 'greeting', name: 'greeting', parts: [{ kind: 'text', text: greeting }] },
+        lastChunk: true,
+      });
+      bus.publish(status(taskId, contextId, 'completed', true, greeting));
+      bus.finished();
+      return;
+    }
+    if (!/\b(stream|hold):\d|^ask$/.test(text)) {
       bus.publish(agentMessage(text, undefined, contextId));
       bus.finished();
       return;
@@ -69,6 +90,11 @@ const executor = {
       status: { state: 'submitted', timestamp: new Date().toISOString() },
       history: [ctx.userMessage],
     });
+    if (text === 'ask') {
+      bus.publish(status(taskId, contextId, 'input-required', true, 'What is your name?'));
+      bus.finished();
+      return;
+    }
     bus.publish(status(taskId, contextId, 'working', false));
     const streamed = text.match(/\bstream:(\d+)/);
     if (streamed) {
@@ -128,12 +154,17 @@ const server = app.listen(port, '127.0.0.1', () => {
     capabilities: { streaming: true, pushNotifications: false },
     defaultInputModes: ['text/plain'],
     defaultOutputModes: ['text/plain'],
-    skills: [{ id: 'echo', name: 'Echo', description: 'echo, stream:N, hold:S', tags: ['echo'] }],
+    skills: [{ id: 'echo', name: 'Echo', description: 'echo, stream:N, hold:S, ask', tags: ['echo'] }],
+    ...(token ? { securitySchemes: { bearer: { type: 'http', scheme: 'bearer' } }, security: [{ bearer: [] }] } : {}),
   };
   const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), executor);
   app.use(`/${AGENT_CARD_PATH}`, agentCardHandler({ agentCardProvider: handler }));
-  app.use('/a2a/jsonrpc', jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
-  app.use('/a2a/rest', restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  const auth = (req, res, next) => {
+    if (!token || req.headers.authorization === `Bearer ${token}`) return next();
+    res.status(401).set('WWW-Authenticate', 'Bearer').json({ error: 'unauthenticated' });
+  };
+  app.use('/a2a/jsonrpc', auth, jsonRpcHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
+  app.use('/a2a/rest', auth, restHandler({ requestHandler: handler, userBuilder: UserBuilder.noAuthentication }));
   console.log(`READY ${url}`);
 });
 process.on('SIGTERM', () => server.close(() => process.exit(0)));
