@@ -643,7 +643,7 @@ def _proto_status_to_v03(status: Json) -> Json:
     state = status.get("state", "TASK_STATE_UNSPECIFIED")
     out: Json = {"state": _PROTO_STATE_TO_V03.get(state, state)}
     if status.get("message") is not None:
-        out["update"] = _proto_message_to_v03(status["message"])
+        out["message"] = _proto_message_to_v03(status["message"])  # the field ``update``, by its json_name
     return _copy(status, out, "timestamp")
 
 
@@ -668,7 +668,7 @@ def proto_event_to_v03(event: Json) -> Json:
     if "task" in event:
         return {"task": _proto_task_to_v03(event["task"])}
     if "message" in event:
-        return {"msg": _proto_message_to_v03(event["message"])}
+        return {"message": _proto_message_to_v03(event["message"])}  # the field ``msg``, by its json_name
     if "statusUpdate" in event:
         update = event["statusUpdate"]
         status = _proto_status_to_v03(update.get("status", {}))
@@ -860,7 +860,7 @@ def proto_request_to_v03(method: str, params: Json) -> ProtoRequest:
     task = quote(str(params.get("taskId" if "PushNotification" in method else "id") or ""), safe="")
     if method in ("SendMessage", "SendStreamingMessage"):
         sent = _send_to_v03(params)
-        body: Json = {"request": _proto_message_to_v03(params["message"])}
+        body: Json = {"message": _proto_message_to_v03(params["message"])}  # the field ``request``, by its json_name
         # ProtoJSON readers take a missing ``blocking`` as false: 1.0's default (wait) is said.
         conf = dict(sent.get("configuration") or {"blocking": True})
         if "pushNotificationConfig" in conf:

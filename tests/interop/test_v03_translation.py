@@ -213,10 +213,15 @@ def test_rest_proto_json_of_0_3() -> None:
         "status": {"state": "TASK_STATE_CANCELED", "message": {"messageId": "a", "role": "ROLE_AGENT", "parts": []}},
     }
     proto = v03.proto_result_to_v03("GetTask", task)
-    assert proto["status"]["state"] == "TASK_STATE_CANCELLED" and proto["status"]["update"]["content"] == []
+    # ProtoJSON writes a field by its json_name: TaskStatus.update, StreamResponse.msg and
+    # SendMessageRequest.request are all "message" on the wire.
+    assert proto["status"]["state"] == "TASK_STATE_CANCELLED" and proto["status"]["message"]["content"] == []
+    assert "update" not in proto["status"]
     update = {"statusUpdate": {"taskId": "t", "contextId": "c", "status": {"state": "TASK_STATE_INPUT_REQUIRED"}}}
     assert v03.proto_event_to_v03(update)["statusUpdate"]["final"] is True
-    assert "msg" in v03.proto_event_to_v03({"message": task["status"]["message"]})
+    assert set(v03.proto_event_to_v03({"message": task["status"]["message"]})) == {"message"}
+    sent = v03.proto_request_to_v03("SendMessage", {"message": task["status"]["message"]})
+    assert sent.body is not None and "message" in sent.body and "request" not in sent.body
     config = {"taskId": "t", "id": "p", "url": "https://h/x"}
     assert v03.proto_result_to_v03("GetTaskPushNotificationConfig", config) == {
         "name": "tasks/t/pushNotificationConfigs/p",
@@ -248,7 +253,7 @@ def test_rest_client_side_of_0_3() -> None:
     send = v03.proto_request_to_v03("SendMessage", {"message": message})
     assert (send.http_method, send.path) == ("POST", "v1/message:send")
     assert send.body == {
-        "request": {
+        "message": {
             "messageId": "m",
             "role": "ROLE_USER",
             "content": [{"text": "hi"}, {"file": {"fileWithUri": "https://h/f"}}],
