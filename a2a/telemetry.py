@@ -116,12 +116,6 @@ class Tracing:
         )
         return span, self._trace.set_span_in_context(span, parent)
 
-    def attach(self, ctx: Any) -> object:
-        return self._context.attach(ctx)
-
-    def detach(self, token: object) -> None:
-        self._context.detach(token)  # type: ignore[arg-type]
-
     def failed(self, span: Span, exc: BaseException, kind: str) -> None:
         """Note on ``span`` the error that ended it. A client's span is failed by any error; a
         server's only by its own fault (as OpenTelemetry's RPC conventions have it): a caller's

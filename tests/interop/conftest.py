@@ -114,32 +114,23 @@ def js_project() -> Path:
 @pytest.fixture(scope="session")
 def js_server_url(js_project: Path) -> Iterator[str]:
     """The JS SDK echo agent (peers/js/echo_server.mjs): JSON-RPC and HTTP+JSON, no auth."""
-    proc, url = js_env.start_server()
-    try:
+    with peer_common.serving(js_env.start_server()) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
 def js_auth_server(js_project: Path) -> Iterator[AuthServer]:
     """The same agent requiring one bearer token on both bindings."""
     token = secrets.token_urlsafe(24)
-    proc, url = js_env.start_server(token=token)
-    try:
+    with peer_common.serving(js_env.start_server(token=token)) as url:
         yield AuthServer(url, token)
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
 def our_greeter_url() -> Iterator[str]:
     """``a2a serve examples/input_required_agent.py:agent``: the input-required round trip."""
-    proc, url = ours.start(ours.GREETER, "--no-push")
-    try:
+    with peer_common.serving(ours.start(ours.GREETER, "--no-push")) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session", params=adk_env.RELEASES, ids=str)
@@ -155,11 +146,8 @@ def adk(request: pytest.FixtureRequest) -> adk_env.AdkRelease:
 def adk_server_url(adk: adk_env.AdkRelease) -> Iterator[str]:
     """An ADK agent (no model) served by ADK's ``to_a2a()`` with ADK's own card
     (peers/adk/echo_server.py)."""
-    proc, url = adk.start_server()
-    try:
+    with peer_common.serving(adk.start_server()) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -169,11 +157,8 @@ def adk_streaming_url(adk: adk_env.AdkRelease, adk_server_url: str) -> Iterator[
     if adk.streams_by_default:
         yield adk_server_url
         return
-    proc, url = adk.start_server("--streaming")
-    try:
+    with peer_common.serving(adk.start_server("--streaming")) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -181,11 +166,9 @@ def adk_auth_server(adk: adk_env.AdkRelease) -> Iterator[AuthServer]:
     """The same ADK agent behind a bearer token check (``to_a2a()`` has none of its own), with
     a card declaring streaming (ADK 1.x's own does not)."""
     token = secrets.token_urlsafe(24)
-    proc, url = adk.start_server(*(() if adk.streams_by_default else ("--streaming",)), token=token)
-    try:
+    streaming = () if adk.streams_by_default else ("--streaming",)
+    with peer_common.serving(adk.start_server(*streaming, token=token)) as url:
         yield AuthServer(url, token)
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -207,32 +190,23 @@ def fasta2a_python() -> Path:
 @pytest.fixture(scope="session")
 def fasta2a_server_url(fasta2a_python: Path) -> Iterator[str]:
     """An agent on fasta2a's server without a model (peers/fasta2a/echo_server.py)."""
-    proc, url = fasta2a_env.start_server()
-    try:
+    with peer_common.serving(fasta2a_env.start_server()) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
 def fasta2a_auth_server(fasta2a_python: Path) -> Iterator[AuthServer]:
     """The same fasta2a agent behind a bearer token check (fasta2a has none of its own)."""
     token = secrets.token_urlsafe(24)
-    proc, url = fasta2a_env.start_server(token=token)
-    try:
+    with peer_common.serving(fasta2a_env.start_server(token=token)) as url:
         yield AuthServer(url, token)
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
 def our_modes_server_url() -> Iterator[str]:
     """``a2a serve peers/modes_agent.py:agent``: the echo agent with its skill's media types declared."""
-    proc, url = ours.start(ours.MODES, "--no-push")
-    try:
+    with peer_common.serving(ours.start(ours.MODES, "--no-push")) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -244,22 +218,16 @@ def js03_project() -> Path:
 @pytest.fixture(scope="session")
 def js03_server_url(js03_project: Path) -> Iterator[str]:
     """The JS SDK 0.3 echo agent (peers/js03/echo_server.mjs): 0.3 JSON-RPC and HTTP+JSON."""
-    proc, url = js03_env.start_server()
-    try:
+    with peer_common.serving(js03_env.start_server()) as url:
         yield url
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
 def js03_auth_server(js03_project: Path) -> Iterator[AuthServer]:
     """The same 0.3 agent requiring one bearer token on both bindings (its card declares it)."""
     token = secrets.token_urlsafe(24)
-    proc, url = js03_env.start_server(token=token)
-    try:
+    with peer_common.serving(js03_env.start_server(token=token)) as url:
         yield AuthServer(url, token)
-    finally:
-        peer_common.stop(proc)
 
 
 @pytest.fixture(scope="session")
@@ -271,8 +239,5 @@ def python_a2a_python() -> Path:
 @pytest.fixture(scope="session")
 def python_a2a_server_url(python_a2a_python: Path) -> Iterator[str]:
     """python-a2a's default echo agent on its Flask server (peers/python_a2a/echo_server.py)."""
-    proc, url = python_a2a_env.start_server()
-    try:
+    with peer_common.serving(python_a2a_env.start_server()) as url:
         yield url
-    finally:
-        peer_common.stop(proc)

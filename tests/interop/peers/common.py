@@ -8,13 +8,14 @@ lock so that several pytest-xdist workers build it once.
 
 from __future__ import annotations
 
+import contextlib
 import fcntl
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 
 # The process helpers are the ones the reference SDK's tests use: one way to start and stop.
@@ -118,3 +119,14 @@ def start(
     """
     proc = subprocess.Popen(list(cmd), stdout=subprocess.PIPE, text=True, env=peer_environ(env), cwd=cwd)
     return proc, wait_ready(proc, timeout=timeout, pattern=pattern, what=what)
+
+
+@contextlib.contextmanager
+def serving(started: tuple[subprocess.Popen[str], str]) -> Iterator[str]:
+    """A peer's URL for the block (``started``: the process and URL a ``start_server`` gives),
+    the process stopped after it."""
+    proc, url = started
+    try:
+        yield url
+    finally:
+        stop(proc)
