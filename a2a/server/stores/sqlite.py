@@ -11,7 +11,9 @@ Saves of one task in one batch are merged (the last carries the whole state).
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
-primary-key lookup of the committed ones; its row is queued without waiting and committed with
+primary-key lookup of the committed ones, skipped when the key filter (``key_filter``: built
+from the table on the reader thread at start, fed by every write) shows the key was never
+written, which is the case for almost every new messageId; its row is queued without waiting and committed with
 the next write anybody awaits (the task's first save, or the recorded reply), which the
 handler always awaits before it answers. Without ``exclusive`` several processes may claim, so
 the claim waits for its own commit.
@@ -54,6 +56,7 @@ from ..store import (
     decode_cursor,
     encode_cursor,
 )
+from .key_filter import KeyFilter
 from .sqlite_worker import SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
@@ -204,6 +207,13 @@ class SQLiteTaskStore(TaskStore):
         self._message_decoder = decoder_for(Message)
         #: Claims decided here whose rows are not committed yet (``exclusive`` only).
         self._pending_claims: dict[tuple[str, str, str], IdempotencyRecord] = {}
+        #: ``exclusive`` only (no other process writes keys): the idempotency keys on disk, so
+        #: that a new messageId is known new without a read (``key_filter``). ``None`` until
+        #: the first build is done: every lookup reads meanwhile.
+        self._keys: KeyFilter | None = None
+        #: Keys written while a filter is being built from the table (``None``: no build runs).
+        self._keys_written: list[tuple[str, str, str]] | None = None
+        self._keys_build: asyncio.Future[KeyFilter] | None = None
         self._sweeper: asyncio.Task[None] | None = None
         self._parts_decoder = decoder_for(list[Part])
         self._history_decoder = decoder_for(list[Message])
@@ -246,9 +256,46 @@ class SQLiteTaskStore(TaskStore):
         return [self._record(row, parts.get(row[0], ())) for row in rows]
 
     def _started(self) -> None:
-        """First write on a running loop: start the retention sweep."""
+        """First write on a running loop: start the retention sweep, and the key filter's build."""
         if self._sweeper is None and (self.task_retention or self.idempotency_retention):
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="a2a-sqlite-sweep")
+        if self.exclusive and self._keys is None and self._keys_written is None:
+            self._build_keys()
+
+    def _build_keys(self) -> None:
+        """Build a key filter from the table on the reader thread; the loop goes on meanwhile.
+
+        The scan sees the rows committed when it starts; every key written from now on is
+        kept aside and added when it is done, so no key on disk is missing from it. A filter
+        in use (a rebuild) keeps answering meanwhile, and is fed as before. The keys queued and
+        not yet committed may miss the scan's snapshot: they count as written."""
+        self._keys_written = list(self._pending_claims)
+
+        def scan(conn: sqlite3.Connection) -> KeyFilter:
+            keys = KeyFilter()
+            cursor = conn.execute("SELECT owner, tenant, message_id FROM messages")
+            while rows := cursor.fetchmany(4096):
+                keys.update(rows)  # a row is the key's tuple: equal tuples hash alike
+            return keys
+
+        build = self._keys_build = asyncio.ensure_future(self._db.read(scan))
+
+        def done(_: object) -> None:
+            written, self._keys_written = self._keys_written, None
+            if build.cancelled():
+                return
+            if build.exception() is not None:
+                # Lookups read, as without a filter; the next sweep tries again.
+                log.warning("could not build the idempotency key filter of %s: %r", self.path, build)
+                return
+            keys = build.result()
+            keys.update(written or ())
+            self._keys = keys
+
+        build.add_done_callback(done)
+
+    def _may_be_on_disk(self, key: tuple[str, str, str]) -> bool:
+        return self._keys is None or self._keys.may_contain(key)
 
     # ---- TaskStore ---------------------------------------------------------------------
 
@@ -405,7 +452,9 @@ class SQLiteTaskStore(TaskStore):
         self._started()
         if not self.exclusive:
             return await self._claim_and_wait(key, record)
-        existing = self._pending_claims.get(key) or self._committed_message(key)
+        existing = self._pending_claims.get(key)
+        if existing is None and self._may_be_on_disk(key):
+            existing = self._committed_message(key)
         if existing is not None:
             return existing
         # Ours: queued, not awaited. It commits with (or before) the next write anybody awaits,
@@ -459,6 +508,10 @@ class SQLiteTaskStore(TaskStore):
 
         if not self.exclusive:
             return self._db.write(write, key=("message", key))
+        if self._keys is not None:
+            self._keys.add(key)
+        if self._keys_written is not None:
+            self._keys_written.append(key)
         # Seen by later claims until it is committed (then the lookup finds it on disk).
         pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
         future = self._db.defer(write, key=("message", key))
@@ -476,7 +529,7 @@ class SQLiteTaskStore(TaskStore):
         pending = self._pending_claims.get(key)
         if pending is not None:
             return IdempotencyRecord(pending.fingerprint, pending.task_id, pending.message)
-        return self._committed_message(key)
+        return self._committed_message(key) if self._may_be_on_disk(key) else None
 
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         self._started()
@@ -545,6 +598,9 @@ class SQLiteTaskStore(TaskStore):
                 deleted += n
                 if n < SWEEP_CHUNK:
                     break
+        if self.exclusive and self._keys_written is None and (self._keys is None or self._keys.crowded):
+            # Deleted keys stay in the filter: built anew from what is left (or tried again).
+            self._build_keys()
         return deleted
 
     async def close(self) -> None:
@@ -553,6 +609,8 @@ class SQLiteTaskStore(TaskStore):
             with contextlib.suppress(asyncio.CancelledError):
                 await self._sweeper
             self._sweeper = None
+        if self._keys_build is not None:
+            self._keys_build.cancel()  # a scan still running ends with the reader, below
         await self._db.close()
         if self._lock_file is not None:
             self._lock_file.close()
