@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 import msgspec
@@ -34,7 +34,7 @@ from .bus import EventBus
 from .events import LoggedEvent
 from .latch import Latch
 from .push import PushNotifier
-from .store import IdempotencyRecord, TaskRecord, TaskStore
+from .store import DONE, IdempotencyRecord, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
     from .agent import Agent
@@ -101,6 +101,9 @@ class Run:
         #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).
         self.settled = Latch()
         self.reply: Message | None = None
+        #: The write of the reply's idempotency record, when it was not durable at once: whoever
+        #: hands ``reply`` to a caller awaits it first (each of them: a failed write fails each).
+        self.reply_written: Awaitable[None] | None = None
         self.shutdown = False
         #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
         self.streamed = False
@@ -314,7 +317,14 @@ class Run:
             self.reply = message
             if self._idem_key is not None and self._idem is not None:
                 self._idem.message = message
-                await self.store.update_message(self._idem_key, self._idem)
+                written = self.store.record_reply(self._idem_key, self._idem)
+                if written is DONE:
+                    pass
+                elif self.streamed or self.bus.is_followed(self.task_id):
+                    await written  # a stream is told nothing that is not on disk
+                else:
+                    # The unary answer waits for it (``reply_written``); the agent goes on.
+                    self.reply_written = written
             self.record.last_seq += 1
             if self.streamed or self.bus.is_followed(self.task_id):
                 # A reply has no task to resume: it only goes to a stream waiting for it.

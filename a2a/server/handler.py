@@ -232,12 +232,16 @@ class RequestHandler:
         if run is None:
             return self._answer(replayed, config.history_length)
         await (run.started if config.return_immediately else run.settled).wait()
+        if run.reply_written is not None:
+            await run.reply_written
         if run.reply is not None:
             return t.SendMessageResponse(message=run.reply)
         return t.SendMessageResponse(task=view(snapshot(run.task), config.history_length))
 
     async def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
         run, replayed = await self._start(req, ctx, materialize=False, streamed=True)
+        if run is not None and run.reply_written is not None:
+            await run.reply_written
         if run is not None and run.reply is not None:
             # Attached to a run that already answered with a plain message: that is the stream.
             event = t.StreamResponse(message=run.reply)

@@ -23,10 +23,11 @@ What is measured (``protocol.md`` and the README list the names):
 
 from __future__ import annotations
 
+import asyncio
 import bisect
 import math
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
 from aiohttp import web
@@ -247,6 +248,15 @@ class TimedStore(TaskStore):
             await self.inner.update_message(key, record)
         finally:
             self._done("update_message", started)
+
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+        started = time.perf_counter()
+        written = self.inner.record_reply(key, record)
+        if isinstance(written, asyncio.Future):  # timed until it is durable
+            written.add_done_callback(lambda _: self._done("update_message", started))
+        else:
+            self._done("update_message", started)
+        return written
 
     async def ping(self) -> None:
         await self.inner.ping()

@@ -83,6 +83,19 @@ async def test_claim_message_is_first_come_and_update_is_kept(store: TaskStore) 
     assert await store.claim_message(("bob", "", "m-1"), IdempotencyRecord("fp", "t9")) is None
 
 
+async def test_a_recorded_reply_is_kept_once_its_write_is_done(store: TaskStore) -> None:
+    key = ("alice", "", "m-reply")
+    assert await store.claim_message(key, IdempotencyRecord("fp", "t1")) is None
+    reply = Message(message_id="r", role=Role.AGENT, parts=[Part(text="done")])
+    written = store.record_reply(key, IdempotencyRecord("fp", "t1", reply))
+    await written
+    await written  # each caller that hands the reply out awaits it
+    found = await store.get_message(key)
+    assert found is not None and found.message == reply
+    again = await store.claim_message(key, IdempotencyRecord("fp", "t2"))
+    assert again is not None and again.message == reply
+
+
 async def test_concurrent_claims_admit_exactly_one(store: TaskStore) -> None:
     key = ("alice", "", "race")
     results = await asyncio.gather(*(store.claim_message(key, IdempotencyRecord("fp", f"t{i}")) for i in range(20)))

@@ -34,7 +34,7 @@ import logging
 import math
 import sqlite3
 import time
-from collections.abc import Sequence
+from collections.abc import Awaitable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -535,6 +535,11 @@ class SQLiteTaskStore(TaskStore):
         self._started()
         # One row per messageId: a claim still queued and this update merge into one write.
         await self._write_message(key, record, wait=True)
+
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+        self._started()
+        written = self._write_message(key, record, wait=True)  # queued now: the batch's future
+        return written if isinstance(written, asyncio.Future) else asyncio.ensure_future(written)
 
     # ---- retention ------------------------------------------------------------------------
 
