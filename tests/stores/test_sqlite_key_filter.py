@@ -173,6 +173,7 @@ async def test_a_claim_queued_when_a_rebuild_starts_is_in_the_new_filter(tmp_pat
         assert old is not None
         queued = ("a", "", "queued#f")
         assert await store.claim_message(queued, IdempotencyRecord("f", task_id="q")) is None
+        written = store.record_reply(queued, IdempotencyRecord("f", task_id="q"))  # queued, not committed
 
         async def stale_scan(fn: Any) -> KeyFilter:
             return KeyFilter()  # a snapshot taken before the queued claim was committed
@@ -180,7 +181,8 @@ async def test_a_claim_queued_when_a_rebuild_starts_is_in_the_new_filter(tmp_pat
         store._db.read = stale_scan  # type: ignore[assignment,method-assign]
         store._build_keys()  # in the same turn of the loop: the claim is not committed yet
         await _rebuilt(store, old)
-        assert store._pending_claims == {}, "committed meanwhile; no later write adds it to the filter"
+        await written
+        assert queued not in store._pending_claims, "committed meanwhile; no later write adds it to the filter"
         found = await store.claim_message(queued, IdempotencyRecord("f", task_id="x"))
         assert found is not None and found.task_id == "q"
     finally:

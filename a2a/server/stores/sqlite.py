@@ -13,10 +13,11 @@ Saves of one task in one batch are merged (the last carries the whole state).
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
 primary-key lookup of the committed ones, skipped when the key filter (``key_filter``: built
 from the table on the reader thread at start, fed by every write) shows the key was never
-written, which is the case for almost every new messageId; its row is queued without waiting and committed with
-the next write anybody awaits (the task's first save, or the recorded reply), which the
-handler always awaits before it answers. Without ``exclusive`` several processes may claim, so
-the claim waits for its own commit.
+written, which is the case for almost every new messageId. Its row is kept in memory until
+the first write that depends on it, the task's first save (queued just before it, into the same
+batch) or the reply's record (the same row: one write), which the handler always awaits before
+it answers; a claim lost with the process was never accepted, so a retry runs it anew.
+Without ``exclusive`` several processes may claim, so the claim waits for its own commit.
 
 **Retention** (``task_retention``, ``idempotency_retention``, seconds; 0 keeps forever): a
 background sweep deletes tasks that ended (COMPLETED, FAILED, CANCELED, REJECTED) longer ago
@@ -73,6 +74,8 @@ DEFAULT_IDEMPOTENCY_RETENTION = 24 * 3600.0
 INLINE_ITEMS = 32
 #: Rows deleted per sweep write: small, so the writes queued behind it wait little.
 SWEEP_CHUNK = 500
+#: Idempotency claims kept in memory until their task's first save or their reply (``exclusive``).
+MAX_UNWRITTEN_CLAIMS = 10_000
 
 _TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
 _ENDED = tuple(s for s in TaskState if s.is_terminal)
@@ -207,6 +210,10 @@ class SQLiteTaskStore(TaskStore):
         self._message_decoder = decoder_for(Message)
         #: Claims decided here whose rows are not committed yet (``exclusive`` only).
         self._pending_claims: dict[tuple[str, str, str], IdempotencyRecord] = {}
+        #: Of those, the ones not even queued (and their task): a claim is written with the
+        #: first write that depends on it (the task's first save, or the reply's record).
+        self._unwritten: dict[tuple[str, str, str], str] = {}
+        self._unwritten_of_task: dict[str, list[tuple[str, str, str]]] = {}
         #: ``exclusive`` only (no other process writes keys): the idempotency keys on disk, so
         #: that a new messageId is known new without a read (``key_filter``). ``None`` until
         #: the first build is done: every lookup reads meanwhile.
@@ -311,6 +318,8 @@ class SQLiteTaskStore(TaskStore):
     async def save(self, record: TaskRecord) -> None:
         self._started()
         task = record.task
+        if self._unwritten:
+            self._write_claims_of(task.id)
         skeleton, parts, replace_parts = self._split(task)
         values = (
             task.id,
@@ -457,10 +466,27 @@ class SQLiteTaskStore(TaskStore):
             existing = self._committed_message(key)
         if existing is not None:
             return existing
-        # Ours: queued, not awaited. It commits with (or before) the next write anybody awaits,
-        # and the handler awaits one (the task's save, or the recorded reply) before it answers.
-        self._write_message(key, record, wait=False)
+        if record.task_id is None:
+            # Ours: queued, not awaited; it commits with (or before) the next write anybody awaits.
+            self._write_message(key, record, wait=False)
+            return None
+        # Ours, and kept here until the first write that depends on it: the task's first save
+        # (``save`` queues the claim before it, into the same batch) or the reply's record (the
+        # same row, so one write). Nobody learns of the message before one of those is
+        # committed, so a claim lost with the process was never accepted: a retry runs it anew.
+        self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        self._unwritten[key] = record.task_id
+        self._unwritten_of_task.setdefault(record.task_id, []).append(key)
+        if len(self._unwritten) > MAX_UNWRITTEN_CLAIMS:
+            # Bounded memory (a claim whose run failed before it wrote anything stays here):
+            # the oldest is written now, which is always correct, only not merged.
+            oldest = next(iter(self._unwritten))
+            self._write_message(oldest, self._pending_claims[oldest], wait=False)
         return None
+
+    def _write_claims_of(self, task_id: str) -> None:
+        for key in self._unwritten_of_task.get(task_id, ())[:]:
+            self._write_message(key, self._pending_claims[key], wait=False)
 
     async def _claim_and_wait(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         values = (*key, record.fingerprint, record.task_id, time.time())
@@ -508,6 +534,12 @@ class SQLiteTaskStore(TaskStore):
 
         if not self.exclusive:
             return self._db.write(write, key=("message", key))
+        claimed_for = self._unwritten.pop(key, None)
+        if claimed_for is not None:  # queued now
+            of_task = self._unwritten_of_task[claimed_for]
+            of_task.remove(key)
+            if not of_task:
+                del self._unwritten_of_task[claimed_for]
         if self._keys is not None:
             self._keys.add(key)
         if self._keys_written is not None:
