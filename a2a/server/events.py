@@ -42,7 +42,8 @@ class EventLog:
     def __init__(self, first_seq: int = 1) -> None:
         self._events: list[LoggedEvent] = []
         self._first_seq = first_seq
-        self._waiters: list[asyncio.Future[None]] = []
+        #: Readers waiting for an event, each with the future it handed out.
+        self._waiters: list[tuple[_Reader, asyncio.Future[LoggedEvent]]] = []
         self.closed = False
 
     @property
@@ -69,23 +70,60 @@ class EventLog:
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+        for reader, fut in waiters:
+            if not fut.done():  # else its reader was cancelled: the event stays for its next call
+                reader.resolve(fut)
 
-    async def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
+    def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends
         (``ends_stream``)."""
-        index = max(0, from_seq - self._first_seq)
-        while True:
-            while index < len(self._events):
-                logged = self._events[index]
-                index += 1
-                yield logged
-                if ends_stream(logged.event, until_terminal=until_terminal):
-                    return
-            if self.closed:
-                return
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            await fut
+        return _Reader(self, from_seq, until_terminal)
+
+
+class _Reader:
+    """One reader's place in an ``EventLog``: an async iterator whose ``__anext__`` hands out a
+    future, done at once when the next event is there, else when it is appended.
+
+    Not an async generator: an open stream holds its reader for its whole life, and a
+    generator costs a frame, the object that awaits it and an entry in the loop's set of async
+    generators besides.
+    """
+
+    __slots__ = ("_ended", "_index", "_log", "_until_terminal")
+
+    def __init__(self, log: EventLog, from_seq: int, until_terminal: bool) -> None:
+        self._log = log
+        # A start seq until the first call (the log's first seq may still be set by its first
+        # event), then an index into the log.
+        self._index = from_seq
+        self._until_terminal = until_terminal
+        self._ended: bool | None = None  # None: not started
+
+    def __aiter__(self) -> _Reader:
+        return self
+
+    def __anext__(self) -> asyncio.Future[LoggedEvent]:
+        log = self._log
+        if self._ended is None:
+            self._ended = False
+            self._index = max(0, self._index - log.first_seq)
+        fut: asyncio.Future[LoggedEvent] = asyncio.get_running_loop().create_future()
+        if self._ended or self._index < len(log._events) or log.closed:
+            self.resolve(fut)
+        else:
+            log._waiters.append((self, fut))
+        return fut
+
+    def resolve(self, fut: asyncio.Future[LoggedEvent]) -> None:
+        """Hand out the next event, or end the iteration (the stream ended, or the log closed)."""
+        events = self._log._events
+        if self._ended or self._index >= len(events):
+            fut.set_exception(StopAsyncIteration())
+            return
+        logged = events[self._index]
+        self._index += 1
+        self._ended = ends_stream(logged.event, until_terminal=self._until_terminal)
+        fut.set_result(logged)
+
+    async def aclose(self) -> None:
+        self._ended = True

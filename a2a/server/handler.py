@@ -215,13 +215,17 @@ class RequestHandler:
             raise _internal_error(method, exc) from exc
 
     def stream(self, method: str, params: Any, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
-        """The streaming operation's events; it, and iterating it, raise ``ProtocolError`` only."""
+        """The streaming operation's events; it, and iterating it, raise ``ProtocolError`` only.
+        The caller ``aclose``s them when it stops reading, whatever the reason (the stream then
+        leaves its run: see ``_RunStream``)."""
         handler = self._streaming.get(method)
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a streaming method")
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
-        events = _Guarded(method, handler(params, ctx))
+        events = handler(params, ctx)
+        if not isinstance(events, _Guarded):  # a stream object may guard itself (``_RunStream``)
+            events = _Guarded(method, events)
         return events if self.observer is None else self.observer.stream(method, ctx, events)
 
     # ---- SendMessage -------------------------------------------------------------------
@@ -236,37 +240,40 @@ class RequestHandler:
             return t.SendMessageResponse(message=run.reply)
         return t.SendMessageResponse(task=view(snapshot(run.task), config.history_length))
 
-    async def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
+    def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
+        # An object rather than an async generator (see ``_RunStream``); it opens on its first
+        # event, with ``_open_stream``.
+        return _RunStream(self, req, ctx)
+
+    async def _open_stream(
+        self, stream: _RunStream, req: t.SendMessageRequest, ctx: CallContext
+    ) -> AsyncIterator[LoggedEvent]:
+        """The events of ``stream``: its run's (``stream`` then follows the run), or the one
+        answer of a run that already gave it."""
         run, replayed = await self._start(req, ctx, materialize=False, streamed=True)
         if run is not None and run.reply is not None:
             # Attached to a run that already answered with a plain message: that is the stream.
-            event = t.StreamResponse(message=run.reply)
-            yield LoggedEvent(0, event, encode(event))
-            return
+            return _one(t.StreamResponse(message=run.reply))
         if run is None:
             # A retried stream whose task already ended: its final state is the whole answer.
             answer = self._answer(replayed, None)
-            event = (
+            return _one(
                 t.StreamResponse(task=answer.task)
                 if answer.task is not t.UNSET
                 else t.StreamResponse(message=answer.message)
             )
-            yield LoggedEvent(0, event, encode(event))
-            return
         # A retried stream (same messageId) that saw some events resumes after them.
         start = run.first_seq if ctx.last_event_id is None else max(run.first_seq, ctx.last_event_id + 1)
-        run.followers += 1
-        try:
-            async for logged in self.bus.follow(run.task_id, start):
-                # Handed to the binding: the caller knows the task (a pull-based binding, such as
-                # the in-process one, may close the stream right after this event).
-                run.announced = run.announced or logged.event.message is t.UNSET
-                yield logged
-        finally:
-            run.followers -= 1
-            if not (run.announced or run.followers or run.done or run.settled.is_set()):
-                # Gone before it saw a task id: nobody else can reach this run, so it stops.
-                self._cancel_soon(run)
+        events = self.bus.follow(run.task_id, start)
+        stream.follow(run)
+        return events
+
+    def _left(self, run: Run) -> None:
+        """A stream of ``run`` ended or went away."""
+        run.followers -= 1
+        if not (run.announced or run.followers or run.done or run.settled.is_set()):
+            # Gone before it saw a task id: nobody else can reach this run, so it stops.
+            self._cancel_soon(run)
 
     def _cancel_soon(self, run: Run) -> None:
         """Cancel ``run`` without waiting for it (the caller may itself be unwinding)."""
@@ -805,6 +812,81 @@ class _Guarded:
 
     async def aclose(self) -> None:
         await self._events.aclose()  # type: ignore[attr-defined]
+
+
+class _RunStream(_Guarded):
+    """A ``SendStreamingMessage`` stream, guarded as ``_Guarded``: on its first event the message
+    is started (``RequestHandler._open_stream``), then the stream follows its run, counted
+    among the run's followers until ``aclose``; a task event handed out announces the task id.
+
+    What an async generator did, without its frames: the stream is open as long as its run
+    works, and holds only this object (and its ``__anext__`` while it waits).
+    """
+
+    __slots__ = ("_ctx", "_handler", "_req", "_run")
+
+    def __init__(self, handler: RequestHandler, req: t.SendMessageRequest, ctx: CallContext) -> None:
+        super().__init__("SendStreamingMessage", _NOT_OPEN)
+        self._handler: RequestHandler | None = handler
+        self._req: t.SendMessageRequest | None = req
+        self._ctx: CallContext | None = ctx
+        self._run: Run | None = None
+
+    def follow(self, run: Run) -> None:
+        run.followers += 1
+        self._run = run
+
+    async def __anext__(self) -> LoggedEvent:
+        try:
+            if self._req is not None:
+                assert self._handler is not None and self._ctx is not None
+                req, ctx, self._req, self._ctx = self._req, self._ctx, None, None
+                self._events = await self._handler._open_stream(self, req, ctx)
+            logged = await self._events.__anext__()
+        except (ProtocolError, StopAsyncIteration):
+            raise
+        except Exception as exc:
+            raise _internal_error(self._method, exc) from exc
+        run = self._run
+        if run is not None and not run.announced and logged.event.message is t.UNSET:
+            # Handed to the binding: the caller knows the task (a pull-based binding, such as
+            # the in-process one, may close the stream right after this event).
+            run.announced = True
+        return logged
+
+    async def aclose(self) -> None:
+        self._req = self._ctx = None
+        events, self._events = self._events, _NOT_OPEN
+        run, self._run = self._run, None
+        handler, self._handler = self._handler, None
+        try:
+            await events.aclose()  # type: ignore[attr-defined]
+        finally:
+            if run is not None and handler is not None:
+                handler._left(run)
+
+
+class _NoEvents:
+    """The events of a stream not opened yet, or closed: none."""
+
+    __slots__ = ()
+
+    def __aiter__(self) -> _NoEvents:
+        return self
+
+    async def __anext__(self) -> LoggedEvent:
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        pass
+
+
+_NOT_OPEN = _NoEvents()
+
+
+async def _one(event: t.StreamResponse) -> AsyncIterator[LoggedEvent]:
+    """A stream of one event, outside the task's sequence (no ``id``)."""
+    yield LoggedEvent(0, event, encode(event))
 
 
 def _normalize_timestamp(value: str | None) -> str | None:

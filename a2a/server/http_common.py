@@ -90,7 +90,13 @@ async def write_sse(
     """
     # Fetched here, not by each caller around this call: an open stream then holds no frame
     # of the caller's. An error before the first event is raised as is (before any header).
-    first = await first_event(events)
+    # Closed whatever happens (a client gone while its run had not shown a task id: the run
+    # stops, as nobody else can reach it).
+    try:
+        first = await first_event(events)
+    except BaseException:
+        await events.aclose()  # type: ignore[attr-defined]
+        raise
     response = web.StreamResponse(headers=SSE_HEADERS)
     beating: Heartbeat | None = None
     try:

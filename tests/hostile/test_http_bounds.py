@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 
+import a2a
 from a2a import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from a2a.server.limits import HttpLimits
 
@@ -353,7 +354,8 @@ async def test_a_kept_alive_connection_serves_request_after_request(serve) -> No
 
 
 async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> None:
-    """A long stream leaves nothing for the deadline sweep (no entry, no timer of its own);
+    """A long stream leaves nothing for the deadline sweep (no entry, no timer of its own) and
+    holds no async generator;
     the connection is watched again once it waits for its next request."""
     server, port = await serve()
     guarded = server._runner.server  # type: ignore[union-attr]
@@ -367,10 +369,20 @@ async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> 
         writer.write(body)
         assert b"TASK_STATE_WORKING" in await asyncio.wait_for(reader.readuntil(b"TASK_STATE_WORKING"), GUARD)
     assert len(guarded.sweep) == 0
+    # Nor does the stream hold an async generator of the server's (a frame each, and an
+    # entry in the loop's set): its run's events come through objects.
+    loop = asyncio.get_running_loop()
+    package = os.path.join(os.path.dirname(a2a.__file__), "server")
+    held = [g for g in list(loop._asyncgens) if g.ag_code.co_filename.startswith(package)]  # type: ignore[attr-defined]
+    assert held == []
     for reader, _ in streams:
         await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), GUARD)  # the stream's end
-    await asyncio.sleep(0.05)
-    assert len(guarded.sweep) == 3  # kept alive: each waits for a request, within its idle timeout
+    # Kept alive: each waits for a request, within its idle timeout, once its answer is done.
+    for _ in range(200):
+        if len(guarded.sweep) == 3:
+            break
+        await asyncio.sleep(0.005)
+    assert len(guarded.sweep) == 3
     for reader, writer in streams:
         assert await _closed(reader, 3)
         writer.close()
