@@ -114,7 +114,10 @@ class JsonRpcBinding:
                 raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             request_id = call.id
             if call.method.streaming:
-                return await self._stream(request, call.id, call.method.name, call.params, ctx)
+                streaming = self._stream(request, call.id, call.method.name, call.params, ctx)
+                # The stream keeps what it needs; this frame lasts as long as the stream does.
+                del call, ctx
+                return await streaming
             result = await self.handler.call(call.method.name, call.params, ctx)
             return web.Response(body=encode_result(call.id, result), content_type="application/json")
         except RequestError as exc:

@@ -89,7 +89,10 @@ class RestBinding:
                 log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
                 raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             if spec.streaming:
-                return await self._stream(request, spec.name, params, ctx)
+                streaming = self._stream(request, spec.name, params, ctx)
+                # The stream keeps what it needs; this frame lasts as long as the stream does.
+                del body, params, ctx
+                return await streaming
             result = await self.handler.call(spec.name, params, ctx)
             return web.Response(body=rest.encode_result(result), content_type=rest.MEDIA_TYPE)
         except ProtocolError as exc:
