@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from ..types import StreamResponse, TaskState, UnsetType
 
-__all__ = ["EventLog", "LoggedEvent", "ends_stream"]
+__all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +43,7 @@ class EventLog:
         self._events: list[LoggedEvent] = []
         self._first_seq = first_seq
         #: Readers waiting for an event, each with the future it handed out.
-        self._waiters: list[tuple[_Reader, asyncio.Future[LoggedEvent]]] = []
+        self._waiters: list[tuple[LogReader, asyncio.Future[LoggedEvent]]] = []
         self.closed = False
 
     @property
@@ -77,12 +77,13 @@ class EventLog:
     def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends
         (``ends_stream``)."""
-        return _Reader(self, from_seq, until_terminal)
+        return LogReader(self, from_seq, until_terminal)
 
 
-class _Reader:
+class LogReader:
     """One reader's place in an ``EventLog``: an async iterator whose ``__anext__`` hands out a
-    future, done at once when the next event is there, else when it is appended.
+    future, done at once when the next event is there, else when it is appended. The future
+    holds an event or ends the iteration (``StopAsyncIteration``), never another error.
 
     Not an async generator: an open stream holds its reader for its whole life, and a
     generator costs a frame, the object that awaits it and an entry in the loop's set of async
@@ -99,7 +100,7 @@ class _Reader:
         self._until_terminal = until_terminal
         self._ended: bool | None = None  # None: not started
 
-    def __aiter__(self) -> _Reader:
+    def __aiter__(self) -> LogReader:
         return self
 
     def __anext__(self) -> asyncio.Future[LoggedEvent]:

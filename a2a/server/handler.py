@@ -43,7 +43,7 @@ from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
 from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
-from .events import LoggedEvent
+from .events import LoggedEvent, LogReader
 from .execution import Run, now_iso, snapshot
 from .ids import new_id
 from .push import PushNotifier
@@ -224,7 +224,7 @@ class RequestHandler:
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
         events = handler(params, ctx)
-        if not isinstance(events, _Guarded):  # a stream object may guard itself (``_RunStream``)
+        if not isinstance(events, _RunStream):  # it guards itself
             events = _Guarded(method, events)
         return events if self.observer is None else self.observer.stream(method, ctx, events)
 
@@ -265,7 +265,7 @@ class RequestHandler:
         # A retried stream (same messageId) that saw some events resumes after them.
         start = run.first_seq if ctx.last_event_id is None else max(run.first_seq, ctx.last_event_id + 1)
         events = self.bus.follow(run.task_id, start)
-        stream.follow(run)
+        stream.follow(run, events)
         return events
 
     def _left(self, run: Run) -> None:
@@ -814,29 +814,42 @@ class _Guarded:
         await self._events.aclose()  # type: ignore[attr-defined]
 
 
-class _RunStream(_Guarded):
+class _RunStream:
     """A ``SendStreamingMessage`` stream, guarded as ``_Guarded``: on its first event the message
     is started (``RequestHandler._open_stream``), then the stream follows its run, counted
     among the run's followers until ``aclose``; a task event handed out announces the task id.
 
     What an async generator did, without its frames: the stream is open as long as its run
-    works, and holds only this object (and its ``__anext__`` while it waits).
+    works, and holds only this object. Once the task id is out and the events come from this
+    process's own log (``LogReader``, whose futures cannot fail), ``__anext__`` hands out the
+    reader's future itself: no frame of the stream waits either.
     """
 
-    __slots__ = ("_ctx", "_handler", "_req", "_run")
+    __slots__ = ("_ctx", "_direct", "_events", "_handler", "_req", "_run")
 
     def __init__(self, handler: RequestHandler, req: t.SendMessageRequest, ctx: CallContext) -> None:
-        super().__init__("SendStreamingMessage", _NOT_OPEN)
         self._handler: RequestHandler | None = handler
         self._req: t.SendMessageRequest | None = req
         self._ctx: CallContext | None = ctx
+        self._events: AsyncIterator[LoggedEvent] = _NOT_OPEN
         self._run: Run | None = None
+        self._direct = False
 
-    def follow(self, run: Run) -> None:
+    def follow(self, run: Run, events: AsyncIterator[LoggedEvent]) -> None:
         run.followers += 1
         self._run = run
+        self._direct = isinstance(events, LogReader)
 
-    async def __anext__(self) -> LoggedEvent:
+    def __aiter__(self) -> _RunStream:
+        return self
+
+    def __anext__(self) -> Awaitable[LoggedEvent]:
+        run = self._run
+        if self._direct and run is not None and run.announced:
+            return self._events.__anext__()
+        return self._next()
+
+    async def _next(self) -> LoggedEvent:
         try:
             if self._req is not None:
                 assert self._handler is not None and self._ctx is not None
@@ -846,7 +859,7 @@ class _RunStream(_Guarded):
         except (ProtocolError, StopAsyncIteration):
             raise
         except Exception as exc:
-            raise _internal_error(self._method, exc) from exc
+            raise _internal_error("SendStreamingMessage", exc) from exc
         run = self._run
         if run is not None and not run.announced and logged.event.message is t.UNSET:
             # Handed to the binding: the caller knows the task (a pull-based binding, such as

@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import time
+import types
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -375,6 +376,10 @@ async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> 
     package = os.path.join(os.path.dirname(a2a.__file__), "server")
     held = [g for g in list(loop._asyncgens) if g.ag_code.co_filename.startswith(package)]  # type: ignore[attr-defined]
     assert held == []
+    # And while it waits, no frame of the request handler's: only the binding's writer.
+    waiting = [codes for codes in map(_awaiting, asyncio.all_tasks()) if any(c.co_name == "write_sse" for c in codes)]
+    assert len(waiting) == 3
+    assert not [c for codes in waiting for c in codes if c.co_filename.endswith(os.path.join("server", "handler.py"))]
     for reader, _ in streams:
         await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), GUARD)  # the stream's end
     # Kept alive: each waits for a request, within its idle timeout, once its answer is done.
@@ -386,6 +391,16 @@ async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> 
     for reader, writer in streams:
         assert await _closed(reader, 3)
         writer.close()
+
+
+def _awaiting(task: asyncio.Task[object]) -> list[types.CodeType]:
+    """The code of each coroutine in ``task``'s chain of awaits, outermost first."""
+    codes = []
+    awaited: object = task.get_coro()
+    while isinstance(awaited, types.CoroutineType):
+        codes.append(awaited.cr_code)
+        awaited = awaited.cr_await
+    return codes
 
 
 async def test_long_lived_streams_and_websockets_outlive_the_idle_timeouts(serve) -> None:
