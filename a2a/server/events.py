@@ -39,6 +39,8 @@ def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
 
 
 class EventLog:
+    __slots__ = ("_events", "_first_seq", "_waiters", "closed")
+
     def __init__(self, first_seq: int = 1) -> None:
         self._events: list[LoggedEvent] = []
         self._first_seq = first_seq

@@ -77,6 +77,31 @@ def snapshot(task: Task) -> Task:
 
 
 class Run:
+    # Slots: a run lives as long as its task works (an open stream's whole life).
+    __slots__ = (
+        "_asyncio_task",
+        "_done_callback",
+        "_entered",
+        "_idem",
+        "_idem_key",
+        "_lock",
+        "_saved_at",
+        "_unwinding",
+        "announced",
+        "bus",
+        "first_seq",
+        "followers",
+        "materialized",
+        "push",
+        "record",
+        "reply",
+        "settled",
+        "shutdown",
+        "started",
+        "store",
+        "streamed",
+    )
+
     def __init__(
         self,
         *,
