@@ -41,12 +41,14 @@ def encode_kept(value: Any) -> bytes:
     (a task's events stay in memory for resuming). ``encode`` leaves the unused end of its
     growing buffer allocated, up to a third of the object (150 B of a 400 B event); encoding
     into a reused buffer and copying out costs no more than that growth does."""
-    buffer: bytearray | None = getattr(_kept, "buffer", None)
-    if buffer is None:
-        buffer = bytearray(1024)
+    try:
+        buffer: bytearray = _kept.buffer
+    except AttributeError:
+        buffer = _kept.buffer = bytearray(1024)
     _encoder.encode_into(value, buffer)
     out = bytes(buffer)
-    _kept.buffer = buffer if len(buffer) <= _KEPT_BUFFER_MAX else None
+    if len(buffer) > _KEPT_BUFFER_MAX:
+        _kept.buffer = bytearray(1024)
     return out
 
 

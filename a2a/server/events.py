@@ -9,7 +9,7 @@ each get every event, in order, without per-subscriber queues. A reader that sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 
 from ..types import StreamResponse, TaskState, UnsetType
@@ -83,13 +83,14 @@ class EventLog:
 
 
 class LogReader:
-    """One reader's place in an ``EventLog``: an async iterator whose ``__anext__`` hands out a
-    future, done at once when the next event is there, else when it is appended. The future
-    holds an event or ends the iteration (``StopAsyncIteration``), never another error.
+    """One reader's place in an ``EventLog``, an async iterator. When the next event is there
+    (a reader behind the log), ``__anext__`` hands it out in a trivial coroutine, the cheapest
+    awaitable; else (caught up) a future that the next append (or the log's close) resolves.
+    Either holds an event or ends the iteration (``StopAsyncIteration``), never another error.
 
     Not an async generator: an open stream holds its reader for its whole life, and a
     generator costs a frame, the object that awaits it and an entry in the loop's set of async
-    generators besides.
+    generators besides; a caught-up reader holds only its future.
     """
 
     __slots__ = ("_ended", "_index", "_log", "_until_terminal")
@@ -105,28 +106,41 @@ class LogReader:
     def __aiter__(self) -> LogReader:
         return self
 
-    def __anext__(self) -> asyncio.Future[LoggedEvent]:
+    def __anext__(self) -> Awaitable[LoggedEvent]:
         log = self._log
         if self._ended is None:
             self._ended = False
             self._index = max(0, self._index - log.first_seq)
+        if self._ended:
+            return _end()
+        if self._index < len(log._events):
+            return _now(self._take())
+        if log.closed:
+            return _end()
         fut: asyncio.Future[LoggedEvent] = asyncio.get_running_loop().create_future()
-        if self._ended or self._index < len(log._events) or log.closed:
-            self.resolve(fut)
-        else:
-            log._waiters.append((self, fut))
+        log._waiters.append((self, fut))
         return fut
 
-    def resolve(self, fut: asyncio.Future[LoggedEvent]) -> None:
-        """Hand out the next event, or end the iteration (the stream ended, or the log closed)."""
-        events = self._log._events
-        if self._ended or self._index >= len(events):
-            fut.set_exception(StopAsyncIteration())
-            return
-        logged = events[self._index]
+    def _take(self) -> LoggedEvent:
+        logged = self._log._events[self._index]
         self._index += 1
         self._ended = ends_stream(logged.event, until_terminal=self._until_terminal)
-        fut.set_result(logged)
+        return logged
+
+    def resolve(self, fut: asyncio.Future[LoggedEvent]) -> None:
+        """Hand a waiting reader its next event, or end its iteration (the log closed)."""
+        if self._ended or self._index >= len(self._log._events):
+            fut.set_exception(StopAsyncIteration())
+        else:
+            fut.set_result(self._take())
 
     async def aclose(self) -> None:
         self._ended = True
+
+
+async def _now(logged: LoggedEvent) -> LoggedEvent:
+    return logged
+
+
+async def _end() -> LoggedEvent:
+    raise StopAsyncIteration
