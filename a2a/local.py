@@ -58,9 +58,14 @@ class LocalTransport(ClientTransport):
             self.context if last_event_id is None else dataclasses.replace(self.context, last_event_id=last_event_id)
         )
         events = self.handler.stream(method.name, _copy(params, method.request_type), context)
-        async for logged in events:
-            event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
-            yield StreamItem(event, str(logged.seq) if logged.seq else None)
+        try:
+            async for logged in events:
+                event: StreamResponse = decoder_for(StreamResponse).decode(logged.body)
+                yield StreamItem(event, str(logged.seq) if logged.seq else None)
+        finally:
+            # As every binding does: the stream leaves its run (which stops if nobody else
+            # can reach it) as soon as its caller stops reading, not when it is collected.
+            await events.aclose()  # type: ignore[attr-defined]
 
     async def close(self) -> None:
         if self.owns_handler:

@@ -13,6 +13,7 @@ from __future__ import annotations
 import enum
 import functools
 import re
+import threading
 from collections.abc import Callable, Mapping
 from typing import Any, TypeVar
 
@@ -22,12 +23,33 @@ from msgspec import inspect as mi
 from ..errors import InvalidParamsError, ParseError, ProtocolError
 from .nesting import NestingTooDeepError
 
-__all__ = ["convert_as", "decode_as", "decoder_for", "encode", "to_builtins"]
+__all__ = ["convert_as", "decode_as", "decoder_for", "encode", "encode_kept", "to_builtins"]
 
 T = TypeVar("T")
 
 _encoder = msgspec.json.Encoder()
 encode = _encoder.encode
+
+#: Per thread, the buffer ``encode_kept`` encodes into (sized as its last output).
+_kept = threading.local()
+#: A buffer grown past this is not kept for the next encoding (one huge event would pin it).
+_KEPT_BUFFER_MAX = 64 * 1024
+
+
+def encode_kept(value: Any) -> bytes:
+    """``encode``, in a bytes object of exactly its length: for an encoding kept a long time
+    (a task's events stay in memory for resuming). ``encode`` leaves the unused end of its
+    growing buffer allocated, up to a third of the object (150 B of a 400 B event); encoding
+    into a reused buffer and copying out costs no more than that growth does."""
+    try:
+        buffer: bytearray = _kept.buffer
+    except AttributeError:
+        buffer = _kept.buffer = bytearray(1024)
+    _encoder.encode_into(value, buffer)
+    out = bytes(buffer)
+    if len(buffer) > _KEPT_BUFFER_MAX:
+        _kept.buffer = bytearray(1024)
+    return out
 
 
 _decoders: dict[Any, msgspec.json.Decoder[Any]] = {}

@@ -390,17 +390,18 @@ class Agent:
                 return skill.replies
         return False
 
-    async def execute(self, ctx: RequestContext) -> None:
-        """Handle one message. Override this (or pass ``handler``) for full control."""
+    def execute(self, ctx: RequestContext) -> Awaitable[None]:
+        """Handle one message. Override this (an ``async def`` does), or pass ``handler``, for
+        full control."""
+        # Not a coroutine itself: it hands back the skill's, so a run that waits (an open
+        # stream) holds one frame fewer.
         if self.handler is not None:
-            await self.handler(ctx)
-            return
+            return self.handler(ctx)
         for skill in self.skills:
             if skill.card.id == ctx.skill_id:
-                await skill.run(ctx)
-                return
+                return skill.run(ctx)
         known = ", ".join(s.card.id for s in self.skills) or "none"
-        await ctx.reject(f"Unknown skill {ctx.skill_id!r}; this agent offers: {known}")
+        return ctx.reject(f"Unknown skill {ctx.skill_id!r}; this agent offers: {known}")
 
     @property
     def offers_extended_card(self) -> bool:

@@ -5,7 +5,8 @@ One mechanism at the connection, where aiohttp's low-level server makes a protoc
 socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aiohttp's
 ``RequestHandler``), which
 
-- keep one deadline per connection, by phase: the request's headers must be complete within
+- keep one deadline per connection, by phase (checked by the server's one ``DeadlineSweep``,
+  not a timer per connection): the request's headers must be complete within
   ``header_timeout`` of the connection's start (or of the first byte of a following request),
   its body within ``body_timeout`` of its headers (else 408), and a kept-alive connection must
   start its next request within ``idle_timeout``. A request being served has no deadline: a
@@ -31,14 +32,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import Callable
-from typing import Any
+from typing import Any, cast
 
 from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
+from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
 from aiohttp.web_protocol import RequestHandler
 
 from ..errors import InternalError, InvalidRequestError, ProtocolError
+from .deadline_sweep import DeadlineSweep, resolution_for
 from .limits import HttpLimits
 from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
@@ -195,9 +198,12 @@ class GuardedServer(web.Server):
     ) -> None:
         # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
         # connection throws it away itself. Not aiohttp's keep-alive timer either: the
-        # connection's own deadline covers idleness.
-        super().__init__(handler, auto_decompress=False, lingering_time=0, **kwargs)
+        # connection's own deadline covers idleness (``keepalive_timeout=0`` arms none at the
+        # connection's start; ``_NO_TIMER`` stands in after each answer).
+        super().__init__(handler, auto_decompress=False, lingering_time=0, keepalive_timeout=0, **kwargs)
         self.limits = limits
+        #: Every connection's deadline, checked by one timer (created on the first connection).
+        self.sweep: DeadlineSweep | None = None
         #: The most bytes of a refused body thrown away before the connection is closed.
         self.drain_bytes = max(max_body, _DRAIN_BYTES_FLOOR)
         self.guard = ConnectionGuard(limits)
@@ -205,7 +211,28 @@ class GuardedServer(web.Server):
         self.framing = framing
 
     def __call__(self) -> _GuardedConnection:
-        return _GuardedConnection(self, loop=self._loop, **self._kwargs)
+        if self.sweep is None:
+            self.sweep = DeadlineSweep(self._loop, resolution_for(self.limits))
+        return _GuardedConnection(self, self.sweep, loop=self._loop, **self._kwargs)
+
+    async def shutdown(self, timeout: float | None = None) -> None:
+        await super().shutdown(timeout)
+        if self.sweep is not None:
+            self.sweep.close()
+
+
+class _NoTimer:
+    """Stands in for aiohttp's keep-alive timer, which aiohttp arms after an answer only when it
+    has none: a timer handle per connection, alive as long as the connection (ours is the
+    deadline sweep). Cancelling it does nothing; it never runs."""
+
+    __slots__ = ()
+
+    def cancel(self) -> None:
+        pass
+
+
+_NO_TIMER = cast(asyncio.Handle, _NoTimer())
 
 
 class _GuardedConnection(RequestHandler):
@@ -219,18 +246,19 @@ class _GuardedConnection(RequestHandler):
         "_limits",
         "_phase",
         "_server",
-        "_timer",
+        "_sweep",
     )
 
-    def __init__(self, manager: GuardedServer, **kwargs: Any) -> None:
+    def __init__(self, manager: GuardedServer, sweep: DeadlineSweep, **kwargs: Any) -> None:
         super().__init__(manager, **kwargs)
+        self._keepalive_handle = _NO_TIMER
         self._server = manager
+        self._sweep = sweep
         self._guard = manager.guard
         self._limits = manager.limits
         self._client: str | None = None  # set once counted in
         self._phase = _HEADERS
         self._deadline: float | None = None
-        self._timer: asyncio.TimerHandle | None = None
         self._body: StreamReader | None = None
         self._drain_left = 0
         self._head = b""
@@ -262,10 +290,7 @@ class _GuardedConnection(RequestHandler):
         if self._client is not None:
             self._guard.release(self, self._client)
             self._client = None
-        self._deadline = None
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
+        self._disarm()
 
     def evict(self) -> None:
         """Closed to make room for a new connection (this one was idle the longest)."""
@@ -291,14 +316,23 @@ class _GuardedConnection(RequestHandler):
             # A request's headers are complete: its body, if any, is what is read next.
             if self._client is not None:
                 self._guard.busy(self, self._client)
-            payload = self._messages[-1][1]
+            message, payload = self._messages[-1]
             if payload is not EMPTY_PAYLOAD and not payload.is_eof():
                 self._phase, self._body = _BODY, payload
                 self._arm(self._limits.body_timeout)
             else:
-                self._phase, self._deadline = _SERVING, None
+                # What the parser refused is answered (``handle_error``) framed by its path.
+                self._serving(keep_head=not isinstance(message, RawRequestMessage))
         elif self._phase == _BODY and self._body is not None and self._body.is_eof():
-            self._phase, self._body, self._deadline = _SERVING, None, None
+            self._serving()
+
+    def _serving(self, *, keep_head: bool = False) -> None:
+        """The request is served: no deadline, and (unless an error is still to be framed by
+        its path) no start of it kept: a long stream holds neither."""
+        self._phase, self._body = _SERVING, None
+        if not keep_head:
+            self._head = b""
+        self._disarm()
 
     async def finish_response(
         self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
@@ -349,23 +383,23 @@ class _GuardedConnection(RequestHandler):
     # ---- the deadline ------------------------------------------------------------------
 
     def _arm(self, seconds: float) -> None:
-        deadline = self._deadline = self._loop.time() + seconds
-        # One timer per connection, moved only when the deadline comes sooner: a later one is
-        # found when the timer fires (early) and rescheduled then.
-        if self._timer is None or self._timer.when() > deadline:
-            if self._timer is not None:
-                self._timer.cancel()
-            self._timer = self._loop.call_at(deadline, self._on_deadline)
+        self._deadline = self._loop.time() + seconds
+        self._sweep.watch(self)
 
-    def _on_deadline(self) -> None:
-        self._timer = None
-        deadline = self._deadline
-        if deadline is None or self.transport is None:
-            return
-        if self._loop.time() < deadline:
-            self._timer = self._loop.call_at(deadline, self._on_deadline)
-            return
+    def _disarm(self) -> None:
+        if self._deadline is not None:
+            self._deadline = None
+            self._sweep.forget(self)
+
+    @property
+    def deadline(self) -> float | None:
+        return self._deadline
+
+    def expired(self) -> None:
+        """The sweep found the deadline passed (it no longer watches this connection)."""
         self._deadline = None
+        if self.transport is None:
+            return
         if self._phase == _BODY and self._body is not None:
             # The handler reading it answers 408 (``request_body``); the connection then
             # throws the rest away and closes. One whose handler does not answer soon is closed.

@@ -9,12 +9,12 @@ each get every event, in order, without per-subscriber queues. A reader that sta
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 from dataclasses import dataclass
 
 from ..types import StreamResponse, TaskState, UnsetType
 
-__all__ = ["EventLog", "LoggedEvent", "ends_stream"]
+__all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -39,10 +39,13 @@ def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
 
 
 class EventLog:
+    __slots__ = ("_events", "_first_seq", "_waiters", "closed")
+
     def __init__(self, first_seq: int = 1) -> None:
         self._events: list[LoggedEvent] = []
         self._first_seq = first_seq
-        self._waiters: list[asyncio.Future[None]] = []
+        #: Readers waiting for an event, each with the future it handed out.
+        self._waiters: list[tuple[LogReader, asyncio.Future[LoggedEvent]]] = []
         self.closed = False
 
     @property
@@ -69,23 +72,75 @@ class EventLog:
 
     def _wake(self) -> None:
         waiters, self._waiters = self._waiters, []
-        for fut in waiters:
-            if not fut.done():
-                fut.set_result(None)
+        for reader, fut in waiters:
+            if not fut.done():  # else its reader was cancelled: the event stays for its next call
+                reader.resolve(fut)
 
-    async def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
+    def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends
         (``ends_stream``)."""
-        index = max(0, from_seq - self._first_seq)
-        while True:
-            while index < len(self._events):
-                logged = self._events[index]
-                index += 1
-                yield logged
-                if ends_stream(logged.event, until_terminal=until_terminal):
-                    return
-            if self.closed:
-                return
-            fut = asyncio.get_running_loop().create_future()
-            self._waiters.append(fut)
-            await fut
+        return LogReader(self, from_seq, until_terminal)
+
+
+class LogReader:
+    """One reader's place in an ``EventLog``, an async iterator. When the next event is there
+    (a reader behind the log), ``__anext__`` hands it out in a trivial coroutine, the cheapest
+    awaitable; else (caught up) a future that the next append (or the log's close) resolves.
+    Either holds an event or ends the iteration (``StopAsyncIteration``), never another error.
+
+    Not an async generator: an open stream holds its reader for its whole life, and a
+    generator costs a frame, the object that awaits it and an entry in the loop's set of async
+    generators besides; a caught-up reader holds only its future.
+    """
+
+    __slots__ = ("_ended", "_index", "_log", "_until_terminal")
+
+    def __init__(self, log: EventLog, from_seq: int, until_terminal: bool) -> None:
+        self._log = log
+        # A start seq until the first call (the log's first seq may still be set by its first
+        # event), then an index into the log.
+        self._index = from_seq
+        self._until_terminal = until_terminal
+        self._ended: bool | None = None  # None: not started
+
+    def __aiter__(self) -> LogReader:
+        return self
+
+    def __anext__(self) -> Awaitable[LoggedEvent]:
+        log = self._log
+        if self._ended is None:
+            self._ended = False
+            self._index = max(0, self._index - log.first_seq)
+        if self._ended:
+            return _end()
+        if self._index < len(log._events):
+            return _now(self._take())
+        if log.closed:
+            return _end()
+        fut: asyncio.Future[LoggedEvent] = asyncio.get_running_loop().create_future()
+        log._waiters.append((self, fut))
+        return fut
+
+    def _take(self) -> LoggedEvent:
+        logged = self._log._events[self._index]
+        self._index += 1
+        self._ended = ends_stream(logged.event, until_terminal=self._until_terminal)
+        return logged
+
+    def resolve(self, fut: asyncio.Future[LoggedEvent]) -> None:
+        """Hand a waiting reader its next event, or end its iteration (the log closed)."""
+        if self._ended or self._index >= len(self._log._events):
+            fut.set_exception(StopAsyncIteration())
+        else:
+            fut.set_result(self._take())
+
+    async def aclose(self) -> None:
+        self._ended = True
+
+
+async def _now(logged: LoggedEvent) -> LoggedEvent:
+    return logged
+
+
+async def _end() -> LoggedEvent:
+    raise StopAsyncIteration

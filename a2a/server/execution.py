@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..metadata import USAGE_KEY
-from ..protocol.codec import encode
+from ..protocol.codec import encode_kept
 from ..types import (
     Artifact,
     Message,
@@ -77,6 +77,31 @@ def snapshot(task: Task) -> Task:
 
 
 class Run:
+    # Slots: a run lives as long as its task works (an open stream's whole life).
+    __slots__ = (
+        "_asyncio_task",
+        "_done_callback",
+        "_entered",
+        "_idem",
+        "_idem_key",
+        "_lock",
+        "_saved_at",
+        "_unwinding",
+        "announced",
+        "bus",
+        "first_seq",
+        "followers",
+        "materialized",
+        "push",
+        "record",
+        "reply",
+        "settled",
+        "shutdown",
+        "started",
+        "store",
+        "streamed",
+    )
+
     def __init__(
         self,
         *,
@@ -247,6 +272,9 @@ class Run:
         if self.materialized:
             return
         self.materialized = True
+        # The message's idempotency record then only matters for a plain reply, which a run
+        # with a task no longer gives: not kept for the run's (a stream's) whole life.
+        self._idem_key = self._idem = None
         await self._save_and_log(StreamResponse(task=snapshot(self.task)))
         self.started.set()
 
@@ -258,7 +286,7 @@ class Run:
         them, and a server that dies in between marks the task FAILED on restart anyway.
         """
         self.record.last_seq += 1
-        logged = LoggedEvent(self.record.last_seq, event, encode(event))
+        logged = LoggedEvent(self.record.last_seq, event, encode_kept(event))
         now = time.monotonic()
         if must_save or now - self._saved_at >= SAVE_INTERVAL:
             await self.store.save(self.record)
@@ -329,7 +357,7 @@ class Run:
             if self.streamed or self.bus.is_followed(self.task_id):
                 # A reply has no task to resume: it only goes to a stream waiting for it.
                 reply = StreamResponse(message=message)
-                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
+                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode_kept(reply)))
             self.started.set()
             self.settled.set()
 

@@ -43,7 +43,7 @@ from .agent import Agent
 from .bus import EventBus, InMemoryEventBus
 from .context import RequestContext
 from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
-from .events import LoggedEvent
+from .events import LoggedEvent, LogReader
 from .execution import Run, now_iso, snapshot
 from .ids import new_id
 from .push import PushNotifier
@@ -215,13 +215,17 @@ class RequestHandler:
             raise _internal_error(method, exc) from exc
 
     def stream(self, method: str, params: Any, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
-        """The streaming operation's events; it, and iterating it, raise ``ProtocolError`` only."""
+        """The streaming operation's events; it, and iterating it, raise ``ProtocolError`` only.
+        The caller ``aclose``s them when it stops reading, whatever the reason (the stream then
+        leaves its run: see ``_RunStream``)."""
         handler = self._streaming.get(method)
         if handler is None:
             raise MethodNotFoundError(f"{method} is not a streaming method")
         if not self.agent.streaming:
             raise UnsupportedOperationError("This agent does not support streaming (capabilities.streaming is false)")
-        events = _Guarded(method, handler(params, ctx))
+        events = handler(params, ctx)
+        if not isinstance(events, _RunStream):  # it guards itself
+            events = _Guarded(method, events)
         return events if self.observer is None else self.observer.stream(method, ctx, events)
 
     # ---- SendMessage -------------------------------------------------------------------
@@ -238,39 +242,42 @@ class RequestHandler:
             return t.SendMessageResponse(message=run.reply)
         return t.SendMessageResponse(task=view(snapshot(run.task), config.history_length))
 
-    async def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
+    def send_streaming_message(self, req: t.SendMessageRequest, ctx: CallContext) -> AsyncIterator[LoggedEvent]:
+        # An object rather than an async generator (see ``_RunStream``); it opens on its first
+        # event, with ``_open_stream``.
+        return _RunStream(self, req, ctx)
+
+    async def _open_stream(
+        self, stream: _RunStream, req: t.SendMessageRequest, ctx: CallContext
+    ) -> AsyncIterator[LoggedEvent]:
+        """The events of ``stream``: its run's (``stream`` then follows the run), or the one
+        answer of a run that already gave it."""
         run, replayed = await self._start(req, ctx, materialize=False, streamed=True)
         if run is not None and run.reply_written is not None:
             await run.reply_written
         if run is not None and run.reply is not None:
             # Attached to a run that already answered with a plain message: that is the stream.
-            event = t.StreamResponse(message=run.reply)
-            yield LoggedEvent(0, event, encode(event))
-            return
+            return _one(t.StreamResponse(message=run.reply))
         if run is None:
             # A retried stream whose task already ended: its final state is the whole answer.
             answer = self._answer(replayed, None)
-            event = (
+            return _one(
                 t.StreamResponse(task=answer.task)
                 if answer.task is not t.UNSET
                 else t.StreamResponse(message=answer.message)
             )
-            yield LoggedEvent(0, event, encode(event))
-            return
         # A retried stream (same messageId) that saw some events resumes after them.
         start = run.first_seq if ctx.last_event_id is None else max(run.first_seq, ctx.last_event_id + 1)
-        run.followers += 1
-        try:
-            async for logged in self.bus.follow(run.task_id, start):
-                # Handed to the binding: the caller knows the task (a pull-based binding, such as
-                # the in-process one, may close the stream right after this event).
-                run.announced = run.announced or logged.event.message is t.UNSET
-                yield logged
-        finally:
-            run.followers -= 1
-            if not (run.announced or run.followers or run.done or run.settled.is_set()):
-                # Gone before it saw a task id: nobody else can reach this run, so it stops.
-                self._cancel_soon(run)
+        events = self.bus.follow(run.task_id, start)
+        stream.follow(run, events)
+        return events
+
+    def _left(self, run: Run) -> None:
+        """A stream of ``run`` ended or went away."""
+        run.followers -= 1
+        if not (run.announced or run.followers or run.done or run.settled.is_set()):
+            # Gone before it saw a task id: nobody else can reach this run, so it stops.
+            self._cancel_soon(run)
 
     def _cancel_soon(self, run: Run) -> None:
         """Cancel ``run`` without waiting for it (the caller may itself be unwinding)."""
@@ -809,6 +816,94 @@ class _Guarded:
 
     async def aclose(self) -> None:
         await self._events.aclose()  # type: ignore[attr-defined]
+
+
+class _RunStream:
+    """A ``SendStreamingMessage`` stream, guarded as ``_Guarded``: on its first event the message
+    is started (``RequestHandler._open_stream``), then the stream follows its run, counted
+    among the run's followers until ``aclose``; a task event handed out announces the task id.
+
+    What an async generator did, without its frames: the stream is open as long as its run
+    works, and holds only this object. Once the task id is out and the events come from this
+    process's own log (``LogReader``, whose futures cannot fail), ``__anext__`` hands out the
+    reader's future itself: no frame of the stream waits either.
+    """
+
+    __slots__ = ("_ctx", "_direct", "_events", "_handler", "_req", "_run")
+
+    def __init__(self, handler: RequestHandler, req: t.SendMessageRequest, ctx: CallContext) -> None:
+        self._handler: RequestHandler | None = handler
+        self._req: t.SendMessageRequest | None = req
+        self._ctx: CallContext | None = ctx
+        self._events: AsyncIterator[LoggedEvent] = _NOT_OPEN
+        self._run: Run | None = None
+        self._direct = False
+
+    def follow(self, run: Run, events: AsyncIterator[LoggedEvent]) -> None:
+        run.followers += 1
+        self._run = run
+        self._direct = isinstance(events, LogReader)
+
+    def __aiter__(self) -> _RunStream:
+        return self
+
+    def __anext__(self) -> Awaitable[LoggedEvent]:
+        run = self._run
+        if self._direct and run is not None and run.announced:
+            return self._events.__anext__()
+        return self._next()
+
+    async def _next(self) -> LoggedEvent:
+        try:
+            if self._req is not None:
+                assert self._handler is not None and self._ctx is not None
+                req, ctx, self._req, self._ctx = self._req, self._ctx, None, None
+                self._events = await self._handler._open_stream(self, req, ctx)
+            logged = await self._events.__anext__()
+        except (ProtocolError, StopAsyncIteration):
+            raise
+        except Exception as exc:
+            raise _internal_error("SendStreamingMessage", exc) from exc
+        run = self._run
+        if run is not None and not run.announced and logged.event.message is t.UNSET:
+            # Handed to the binding: the caller knows the task (a pull-based binding, such as
+            # the in-process one, may close the stream right after this event).
+            run.announced = True
+        return logged
+
+    async def aclose(self) -> None:
+        self._req = self._ctx = None
+        events, self._events = self._events, _NOT_OPEN
+        run, self._run = self._run, None
+        handler, self._handler = self._handler, None
+        try:
+            await events.aclose()  # type: ignore[attr-defined]
+        finally:
+            if run is not None and handler is not None:
+                handler._left(run)
+
+
+class _NoEvents:
+    """The events of a stream not opened yet, or closed: none."""
+
+    __slots__ = ()
+
+    def __aiter__(self) -> _NoEvents:
+        return self
+
+    async def __anext__(self) -> LoggedEvent:
+        raise StopAsyncIteration
+
+    async def aclose(self) -> None:
+        pass
+
+
+_NOT_OPEN = _NoEvents()
+
+
+async def _one(event: t.StreamResponse) -> AsyncIterator[LoggedEvent]:
+    """A stream of one event, outside the task's sequence (no ``id``)."""
+    yield LoggedEvent(0, event, encode(event))
 
 
 def _normalize_timestamp(value: str | None) -> str | None:

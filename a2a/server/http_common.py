@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
+from typing import Protocol
 
 from aiohttp import web
 
@@ -24,6 +25,8 @@ __all__ = [
     "gate",
     "read_body",
     "requested_version",
+    "Frames",
+    "SseFrames",
     "sse_error",
     "write_sse",
 ]
@@ -74,11 +77,28 @@ async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:
         raise InternalError("The stream ended before its first event") from None
 
 
+class SseFrames(Protocol):
+    """How a binding frames a stream: each event's ``data``, and the error that ends it."""
+
+    def event(self, logged: LoggedEvent) -> bytes: ...
+
+    def error(self, error: ProtocolError) -> bytes: ...
+
+
+class Frames:
+    """``SseFrames`` from two functions."""
+
+    __slots__ = ("error", "event")
+
+    def __init__(self, event: Callable[[LoggedEvent], bytes], error: Callable[[ProtocolError], bytes]) -> None:
+        self.event = event
+        self.error = error
+
+
 async def write_sse(
     request: web.BaseRequest,
     events: AsyncIterator[LoggedEvent],
-    frame: Callable[[LoggedEvent], bytes],
-    error_frame: Callable[[ProtocolError], bytes],
+    frames: SseFrames,
     heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
 ) -> web.StreamResponse:
     """Send ``events`` as SSE, each with its sequence number as ``id``; ends when the stream ends.
@@ -90,20 +110,26 @@ async def write_sse(
     """
     # Fetched here, not by each caller around this call: an open stream then holds no frame
     # of the caller's. An error before the first event is raised as is (before any header).
-    first = await first_event(events)
+    # Closed whatever happens (a client gone while its run had not shown a task id: the run
+    # stops, as nobody else can reach it).
+    try:
+        first = await first_event(events)
+    except BaseException:
+        await events.aclose()  # type: ignore[attr-defined]
+        raise
     response = web.StreamResponse(headers=SSE_HEADERS)
     beating: Heartbeat | None = None
     try:
         await response.prepare(request)
-        await response.write(_sse(first, frame))
+        await response.write(_sse(first, frames))
         if heartbeat is not None:
             beating = start_heartbeat(response, heartbeat)
         async for logged in events:
-            await response.write(_sse(logged, frame))
+            await response.write(_sse(logged, frames))
     except (ConnectionResetError, ConnectionError):
         return response
     except ProtocolError as exc:
-        await _try_write(response, encode_event(error_frame(exc), event="error"))
+        await _try_write(response, encode_event(frames.error(exc), event="error"))
     finally:
         if beating is not None:
             await beating.stop()
@@ -113,8 +139,8 @@ async def write_sse(
     return response
 
 
-def _sse(logged: LoggedEvent, frame: Callable[[LoggedEvent], bytes]) -> bytes:
-    return encode_event(frame(logged), event_id=str(logged.seq) if logged.seq else None)
+def _sse(logged: LoggedEvent, frames: SseFrames) -> bytes:
+    return encode_event(frames.event(logged), event_id=str(logged.seq) if logged.seq else None)
 
 
 async def _try_write(response: web.StreamResponse, data: bytes) -> None:

@@ -30,6 +30,7 @@ from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import (
     DEFAULT_SSE_HEARTBEAT,
+    Frames,
     gate,
     read_body,
     requested_version,
@@ -114,7 +115,10 @@ class JsonRpcBinding:
                 raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             request_id = call.id
             if call.method.streaming:
-                return await self._stream(request, call.id, call.method.name, call.params, ctx)
+                streaming = self._stream(request, call.id, call.method.name, call.params, ctx)
+                # The stream keeps what it needs; this frame lasts as long as the stream does.
+                del call, ctx
+                return await streaming
             result = await self.handler.call(call.method.name, call.params, ctx)
             return web.Response(body=encode_result(call.id, result), content_type="application/json")
         except RequestError as exc:
@@ -133,12 +137,7 @@ class JsonRpcBinding:
         # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
         # event are raised by ``write_sse`` before any header, and answered as plain JSON.
         events = self.handler.stream(method, params, ctx)
-        prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
-
-        def frame(logged: LoggedEvent) -> bytes:
-            return prefix + logged.body + b"}"
-
-        return write_sse(request, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat)
+        return write_sse(request, events, _Frames(request_id), heartbeat=self.heartbeat)
 
     # ---- A2A 0.3, translated at the edge ----------------------------------------------------
 
@@ -241,9 +240,8 @@ class JsonRpcBinding:
 
         try:
             events = self.handler.stream(call.method.name, call.params, ctx)
-            return await write_sse(
-                request, events, frame, lambda err: encode_error(request_id, err), heartbeat=self.heartbeat
-            )
+            frames = Frames(frame, lambda err: encode_error(request_id, err))
+            return await write_sse(request, events, frames, heartbeat=self.heartbeat)
         except ProtocolError as exc:  # before the first event: a 0.3 client reads it from the stream
             return await sse_error(request, encode_error(request_id, exc))
 
@@ -256,3 +254,20 @@ def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:
     params = envelope.get("params") if envelope is not None else None
     message = params.get("message") if isinstance(params, dict) else None
     return isinstance(message, dict) and "kind" not in message
+
+
+class _Frames:
+    """A stream's events, each in its JSON-RPC response (the request's id spliced in), and its
+    error. One small object per stream, not two closures and their cells."""
+
+    __slots__ = ("_prefix", "_request_id")
+
+    def __init__(self, request_id: RequestId) -> None:
+        self._request_id = request_id
+        self._prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
+
+    def event(self, logged: LoggedEvent) -> bytes:
+        return self._prefix + logged.body + b"}"
+
+    def error(self, error: ProtocolError) -> bytes:
+        return encode_error(self._request_id, error)

@@ -26,7 +26,7 @@ from ..protocol.version import is_legacy
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import DEFAULT_SSE_HEARTBEAT, gate, read_body, requested_version, write_sse
+from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, read_body, requested_version, write_sse
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -89,7 +89,10 @@ class RestBinding:
                 log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
                 raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
             if spec.streaming:
-                return await self._stream(request, spec.name, params, ctx)
+                streaming = self._stream(request, spec.name, params, ctx)
+                # The stream keeps what it needs; this frame lasts as long as the stream does.
+                del body, params, ctx
+                return await streaming
             result = await self.handler.call(spec.name, params, ctx)
             return web.Response(body=rest.encode_result(result), content_type=rest.MEDIA_TYPE)
         except ProtocolError as exc:
@@ -110,11 +113,7 @@ class RestBinding:
         # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
         # event are raised by ``write_sse`` before any header.
         events = self.handler.stream(method, params, ctx)
-
-        def frame(logged: LoggedEvent) -> bytes:
-            return logged.body
-
-        return write_sse(request, events, frame, rest.encode_error, heartbeat=self.heartbeat)
+        return write_sse(request, events, _FRAMES, heartbeat=self.heartbeat)
 
     # ---- A2A 0.3 (ProtoJSON of 0.3's proto), translated at the edge ---------------------------
 
@@ -164,8 +163,17 @@ class RestBinding:
         self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
     ) -> web.StreamResponse:
         events = self.handler.stream(method, params, ctx)
+        return await write_sse(request, events, _FRAMES_V03, heartbeat=self.heartbeat)
 
-        def frame(logged: LoggedEvent) -> bytes:
-            return encode(v03.proto_event_to_v03(msgspec.json.decode(logged.body)))
 
-        return await write_sse(request, events, frame, rest.encode_error, heartbeat=self.heartbeat)
+def _event_body(logged: LoggedEvent) -> bytes:
+    return logged.body
+
+
+def _event_body_v03(logged: LoggedEvent) -> bytes:
+    return encode(v03.proto_event_to_v03(msgspec.json.decode(logged.body)))
+
+
+#: A REST stream's events are their bodies as they are (0.3: translated), shared by every stream.
+_FRAMES = Frames(_event_body, rest.encode_error)
+_FRAMES_V03 = Frames(_event_body_v03, rest.encode_error)

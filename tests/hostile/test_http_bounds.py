@@ -16,6 +16,7 @@ import json
 import logging
 import os
 import time
+import types
 import zlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
@@ -23,6 +24,7 @@ from dataclasses import dataclass
 import aiohttp
 import pytest
 
+import a2a
 from a2a import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
 from a2a.server.limits import HttpLimits
 
@@ -319,6 +321,86 @@ async def test_idle_connections_are_closed(serve, binding: Binding) -> None:
     assert reply.status in (200, 426), reply
     assert await _closed(reader, 3)
     writer.close()
+
+
+async def test_each_connection_is_held_to_its_own_deadline(serve) -> None:
+    """One timer checks every connection's deadline: a connection idle since later is not
+    closed with an earlier one, and none is closed before its own time."""
+    _server, port = await serve()
+    early_reader, early_writer = await asyncio.open_connection("127.0.0.1", port)
+    await asyncio.sleep(SHORT * 0.6)
+    late_reader, late_writer = await asyncio.open_connection("127.0.0.1", port)
+    late_opened = time.monotonic()
+    assert await _closed(early_reader, 3)
+    assert await _closed(late_reader, 3)
+    assert time.monotonic() - late_opened >= SHORT * 0.95, "closed before its own header timeout"
+    early_writer.close()
+    late_writer.close()
+
+
+async def test_a_kept_alive_connection_serves_request_after_request(serve) -> None:
+    """Between requests within the idle timeout the connection stays open (aiohttp's own
+    keep-alive timer is off: the deadline sweep is the only one), and it is closed once idle
+    for longer."""
+    _server, port = await serve()
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    try:
+        for pause in (0.0, SHORT / 4, SHORT / 2, SHORT / 4):
+            await asyncio.sleep(pause)
+            writer.write(JSONRPC.request(body=_jsonrpc()))
+            assert (await _read_reply(reader)).status == 200
+        assert await _closed(reader, 3)
+    finally:
+        writer.close()
+
+
+async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> None:
+    """A long stream leaves nothing for the deadline sweep (no entry, no timer of its own) and
+    holds no async generator;
+    the connection is watched again once it waits for its next request."""
+    server, port = await serve()
+    guarded = server._runner.server  # type: ignore[union-attr]
+    body = JSONRPC.request(
+        body=json.dumps(
+            {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": _message("hold:1")}}
+        ).encode()
+    )
+    streams = [await asyncio.open_connection("127.0.0.1", port) for _ in range(3)]
+    for reader, writer in streams:
+        writer.write(body)
+        assert b"TASK_STATE_WORKING" in await asyncio.wait_for(reader.readuntil(b"TASK_STATE_WORKING"), GUARD)
+    assert len(guarded.sweep) == 0
+    # Nor does the stream hold an async generator of the server's (a frame each, and an
+    # entry in the loop's set): its run's events come through objects.
+    loop = asyncio.get_running_loop()
+    package = os.path.join(os.path.dirname(a2a.__file__), "server")
+    held = [g for g in list(loop._asyncgens) if g.ag_code.co_filename.startswith(package)]  # type: ignore[attr-defined]
+    assert held == []
+    # And while it waits, no frame of the request handler's: only the binding's writer.
+    waiting = [codes for codes in map(_awaiting, asyncio.all_tasks()) if any(c.co_name == "write_sse" for c in codes)]
+    assert len(waiting) == 3
+    assert not [c for codes in waiting for c in codes if c.co_filename.endswith(os.path.join("server", "handler.py"))]
+    for reader, _ in streams:
+        await asyncio.wait_for(reader.readuntil(b"0\r\n\r\n"), GUARD)  # the stream's end
+    # Kept alive: each waits for a request, within its idle timeout, once its answer is done.
+    for _ in range(200):
+        if len(guarded.sweep) == 3:
+            break
+        await asyncio.sleep(0.005)
+    assert len(guarded.sweep) == 3
+    for reader, writer in streams:
+        assert await _closed(reader, 3)
+        writer.close()
+
+
+def _awaiting(task: asyncio.Task[object]) -> list[types.CodeType]:
+    """The code of each coroutine in ``task``'s chain of awaits, outermost first."""
+    codes = []
+    awaited: object = task.get_coro()
+    while isinstance(awaited, types.CoroutineType):
+        codes.append(awaited.cr_code)
+        awaited = awaited.cr_await
+    return codes
 
 
 async def test_long_lived_streams_and_websockets_outlive_the_idle_timeouts(serve) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import tracemalloc
 from typing import Any
 
 import msgspec
@@ -91,3 +92,36 @@ def test_the_sieve_sees_every_proto_name_of_every_request(spec: Any) -> None:
     for name in names:
         assert codec._snake_key(b'{"%s" : 1}' % name.encode()), name
         assert schema.proto_names is not None and schema.proto_names.search(b'{"%s": 1}' % name.encode())
+
+
+# ---- encodings kept for long: exactly their size ------------------------------------------
+
+
+def test_encode_kept_is_encode_in_an_object_of_exactly_its_size() -> None:
+    encode, encode_kept = codec.encode, codec.encode_kept
+    event = t.StreamResponse(
+        status_update=t.TaskStatusUpdateEvent(
+            task_id="a" * 32,
+            context_id="b" * 32,
+            status=t.TaskStatus(
+                state=t.TaskState.WORKING,
+                message=t.Message(message_id="c" * 32, role=t.Role.AGENT, parts=[t.Part(text="holding for 300s")]),
+                timestamp="2026-11-26T06:09:21.124230Z",
+            ),
+        )
+    )
+    assert encode_kept(event) == encode(event)
+    big = {"text": "x" * 200_000}  # grows the buffer past what is kept for the next one
+    assert encode_kept(big) == encode(big)
+    assert encode_kept(event) == encode(event)
+    length = len(encode(event))
+    tracemalloc.start()
+    try:
+        before = tracemalloc.take_snapshot()
+        kept = [encode_kept(event) for _ in range(200)]
+        after = tracemalloc.take_snapshot()
+    finally:
+        tracemalloc.stop()
+    grown = sum(stat.size_diff for stat in after.compare_to(before, "filename"))
+    # A bytes object's header and the allocator's rounding, not a third of unused buffer.
+    assert grown / len(kept) < length + 64, (grown / len(kept), length)

@@ -151,6 +151,11 @@ class _Shape:
     split: bool
 
 
+#: The shape of every task written whole in its row (shared: a shape is never changed, only
+#: replaced, and a running task holds one for its whole life).
+_INLINE = _Shape({}, 0, split=False)
+
+
 #: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
 _PartRows = dict[str, list[tuple[str | None, bytes]]]
 
@@ -384,7 +389,7 @@ class SQLiteTaskStore(TaskStore):
             if ended:
                 self._shapes.pop(task.id, None)
             else:
-                self._shapes[task.id] = _Shape({}, 0, split=False)
+                self._shapes[task.id] = _INLINE
             return task, [], shape is None or shape.split
         appended: list[tuple[str | None, bytes]] = []
         # First save here, a task written whole so far, or a list removed: every row anew.
