@@ -95,6 +95,7 @@ class Run:
         "push",
         "record",
         "reply",
+        "reply_written",
         "settled",
         "shutdown",
         "started",
