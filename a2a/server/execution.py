@@ -316,8 +316,11 @@ class Run:
                 self._idem.message = message
                 await self.store.update_message(self._idem_key, self._idem)
             self.record.last_seq += 1
-            if self.streamed or self.bus.is_followed(self.task_id):
-                # A reply has no task to resume: it only goes to a stream waiting for it.
+            if self.streamed or self.followers:
+                # A reply has no task to resume: it only goes to a stream waiting for it. Only
+                # streams of this message in this process can be (the task id of a run that
+                # never saved its task reached nobody else), and they are counted: so a server
+                # on a shared bus sends nothing to it for a plain reply.
                 reply = StreamResponse(message=message)
                 await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
             self.started.set()

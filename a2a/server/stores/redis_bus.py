@@ -8,6 +8,10 @@ expires after ``retention`` seconds; an unfinished one after a day without event
 capped at ``max_events`` entries.
 
 Cancel requests and leases go through Redis too, but are not events: see ``redis_coordination``.
+
+A publish is one batched round trip (``RedisBatch``): ``XADD``, ``EXPIRE``, and, when push
+notifications are on, ``EXISTS`` of the task's push configs, whose answer (``PushProbe``) spares
+the push store a round trip of its own for the event of a task without webhooks.
 """
 
 from __future__ import annotations
@@ -18,9 +22,11 @@ from typing import Any
 import redis.asyncio as aioredis
 
 from ...protocol.codec import decoder_for
-from ...types import StreamResponse
+from ...types import UNSET, StreamResponse
 from ..bus import DEFAULT_RETENTION_SECONDS, EventBus, is_final
 from ..events import LoggedEvent, ends_stream
+from ..push.redis import PushProbe
+from .redis_batch import RedisBatch
 
 __all__ = ["RedisEventBus"]
 
@@ -36,8 +42,11 @@ class RedisEventBus(EventBus):
         namespace: str = "a2a",
         retention: float = DEFAULT_RETENTION_SECONDS,
         max_events: int = 100_000,
+        push_probe: PushProbe | None = None,
     ) -> None:
         self.redis = redis
+        self._batch = RedisBatch.of(redis)
+        self._probe = push_probe
         self.ns = namespace
         self.retention = retention
         self.max_events = max_events
@@ -47,15 +56,25 @@ class RedisEventBus(EventBus):
     def _stream(self, task_id: str) -> str:
         return f"{self.ns}:ev:{task_id}"
 
-    def is_followed(self, task_id: str) -> bool:
-        return True  # a reader on another replica may be
-
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
         key = self._stream(task_id)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.xadd(key, {"b": logged.body}, id=f"0-{logged.seq}", maxlen=self.max_events, approximate=True)
-        pipe.expire(key, int(self.retention) if is_final(logged) else _UNFINISHED_TTL)
-        await pipe.execute()
+        ttl = int(self.retention) if is_final(logged) else _UNFINISHED_TTL
+        probe = self._probe
+        # A reply (a message, no task) has no webhooks: only task events are probed.
+        probed = probe is not None and probe.armed and logged.event.message is UNSET
+        configs = probe.key(task_id) if probe is not None and probed else ""
+
+        def build(pipe: Any) -> None:
+            pipe.xadd(key, {"b": logged.body}, id=f"0-{logged.seq}", maxlen=self.max_events, approximate=True)
+            pipe.expire(key, ttl)
+            if probed:
+                # After the XADD, in Redis's order: a config registered (on any replica) before
+                # this event was appended is seen here.
+                pipe.exists(configs)
+
+        replies = await self._batch.run(build)
+        if probe is not None and probed:
+            probe.observe(task_id, logged.seq, bool(replies[2]))
 
     async def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         key = self._stream(task_id)
@@ -73,14 +92,16 @@ class RedisEventBus(EventBus):
                         return
 
     async def retained_from(self, task_id: str) -> int | None:
-        first: Any = await self.redis.xrange(self._stream(task_id), "-", "+", count=1)
+        key = self._stream(task_id)
+        (first,) = await self._batch.run(lambda pipe: pipe.xrange(key, "-", "+", count=1))
         if not first:
             return None
         entry_id = first[0][0]
         return int((entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)).partition("-")[2])
 
     async def last_published(self, task_id: str) -> int | None:
-        last: Any = await self.redis.xrevrange(self._stream(task_id), "+", "-", count=1)
+        key = self._stream(task_id)
+        (last,) = await self._batch.run(lambda pipe: pipe.xrevrange(key, "+", "-", count=1))
         if not last:
             return None
         entry_id = last[0][0]
