@@ -225,3 +225,70 @@ async def test_one_batch_per_client(own_redis: str) -> None:
     finally:
         await first.aclose()
         await second.aclose()
+
+
+async def follow_all(bus: Any, task_id: str, *, until_terminal: bool = False) -> list[int]:
+    return [e.seq async for e in bus.follow(task_id, 1, until_terminal=until_terminal)]
+
+
+async def test_a_follower_in_the_publishing_process_reads_redis_at_most_twice(
+    backends: tuple[Backend, Backend], counters: Any
+) -> None:
+    bus = backends[0].events
+    before = await counters()
+    reader = asyncio.ensure_future(follow_all(bus, "relayed"))
+    await asyncio.sleep(0.05)  # the reader is waiting in Redis before the first event
+    for seq in range(1, 50):
+        await bus.publish("relayed", status_event("relayed", seq))
+    await bus.publish("relayed", status_event("relayed", 50, TaskState.COMPLETED))
+    async with asyncio.timeout(10):
+        seqs = await reader
+    after = await counters()
+    assert seqs == list(range(1, 51)), "every event once, in order"
+    assert delta(before, after, "xread") <= 2, "caught up with the relay, then no Redis read per event"
+
+
+async def test_a_follower_goes_back_to_redis_for_what_another_replica_publishes(
+    backends: tuple[Backend, Backend],
+) -> None:
+    a, b = backends[0].events, backends[1].events
+    seen: list[int] = []
+    five = asyncio.Event()
+
+    async def read() -> None:
+        async for logged in a.follow("moved", 1, until_terminal=True):
+            seen.append(logged.seq)
+            if logged.seq == 5:
+                five.set()
+
+    reader = asyncio.ensure_future(read())
+    await asyncio.sleep(0.05)
+    await a.publish("moved", status_event("moved", 1))
+    await a.publish("moved", status_event("moved", 2))
+    await a.publish("moved", status_event("moved", 3, TaskState.INPUT_REQUIRED))
+    # The follow-up went to replica B, which runs the task on: its events reach A's reader
+    # while A publishes nothing.
+    await b.publish("moved", status_event("moved", 4))
+    await b.publish("moved", status_event("moved", 5))
+    async with asyncio.timeout(10):
+        await five.wait()
+    # And back to A.
+    await a.publish("moved", status_event("moved", 6))
+    await a.publish("moved", status_event("moved", 7, TaskState.COMPLETED))
+    async with asyncio.timeout(10):
+        await reader
+    assert seen == [1, 2, 3, 4, 5, 6, 7]
+
+
+async def test_a_gap_in_what_this_process_published_is_read_from_redis(backends: tuple[Backend, Backend]) -> None:
+    a, b = backends[0].events, backends[1].events
+    reader = asyncio.ensure_future(follow_all(a, "gap"))
+    await asyncio.sleep(0.05)
+    await a.publish("gap", status_event("gap", 1))
+    await a.publish("gap", status_event("gap", 2))
+    await asyncio.sleep(0.05)  # the reader waits on the relay for 3
+    await b.publish("gap", status_event("gap", 3))  # another replica (one that took A for dead)
+    await a.publish("gap", status_event("gap", 4))
+    await a.publish("gap", status_event("gap", 5, TaskState.COMPLETED))
+    async with asyncio.timeout(10):
+        assert await reader == [1, 2, 3, 4, 5]

@@ -12,6 +12,13 @@ Commands of one caller stay together and in order; commands of different callers
 the order they were issued, so a caller that awaits one operation before issuing the next (a
 save before the publish of the event it saved) keeps that order in Redis too.
 
+Commands are queued when they are issued, not when their caller first awaits: a write issued
+and not awaited (a lease) still goes before whatever its caller issues next.
+
+Lua scripts go by their digest (``EVALSHA``); a Redis that no longer has one (restarted,
+flushed) is given it and the calls that failed are sent again at once, before anything queued
+after them.
+
 A blocking command (``XREAD BLOCK``) must never go through here: it would hold every other
 caller's commands behind it.
 """
@@ -21,6 +28,7 @@ from __future__ import annotations
 import asyncio
 import weakref
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -35,12 +43,21 @@ Build = Callable[[Any], object]
 _batches: weakref.WeakKeyDictionary[aioredis.Redis, RedisBatch] = weakref.WeakKeyDictionary()
 
 
+@dataclass(slots=True)
+class _Call:
+    build: Build
+    #: Its replies (a list), or for a script its one reply.
+    future: asyncio.Future[Any]
+    #: The script it calls by digest (loaded and sent again if Redis lacks it).
+    script: AsyncScript | None = None
+
+
 class RedisBatch:
     """The batch of one client (one connection pool): ``RedisBatch.of(client)``."""
 
     def __init__(self, redis: aioredis.Redis) -> None:
         self.redis = redis
-        self._queue: list[tuple[Build, asyncio.Future[list[Any]]]] = []
+        self._queue: list[_Call] = []
         self._sender: asyncio.Task[None] | None = None
 
     @classmethod
@@ -52,33 +69,28 @@ class RedisBatch:
             batch = _batches[redis] = cls(redis)
         return batch
 
-    def submit(self, build: Build) -> asyncio.Future[list[Any]]:
+    def run(self, build: Build) -> asyncio.Future[list[Any]]:
         """Queue the commands ``build`` adds to a pipeline; the future is their replies, in
         order (or the first error among them)."""
+        return self._queue_call(build, None)
+
+    def script(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> asyncio.Future[Any]:
+        """Queue a call of a Lua script; the future is its reply."""
+        sha, count = script.sha, len(keys)
+        return self._queue_call(lambda pipe: pipe.evalsha(sha, count, *keys, *args), script)
+
+    def _queue_call(self, build: Build, script: AsyncScript | None) -> asyncio.Future[Any]:
         loop = asyncio.get_running_loop()
-        future: asyncio.Future[list[Any]] = loop.create_future()
+        future: asyncio.Future[Any] = loop.create_future()
         sender = self._sender
         if sender is not None and (sender.done() or sender.get_loop() is not loop):
             # Left by an event loop that was closed with it pending (tests run several loops).
-            self._queue = [(b, f) for b, f in self._queue if f.get_loop() is loop]
+            self._queue = [c for c in self._queue if c.future.get_loop() is loop]
             sender = None
-        self._queue.append((build, future))
+        self._queue.append(_Call(build, future, script))
         if sender is None:
             self._sender = loop.create_task(self._send_all(), name="a2a-redis-batch")
         return future
-
-    async def run(self, build: Build) -> list[Any]:
-        """``submit`` and wait for the replies."""
-        return await self.submit(build)
-
-    async def script(self, script: AsyncScript, keys: Sequence[Any], args: Sequence[Any]) -> Any:
-        """A Lua script by its digest, in the batch; loaded (one more round trip) when Redis
-        does not have it (a restarted or flushed Redis)."""
-        try:
-            replies = await self.run(lambda pipe: pipe.evalsha(script.sha, len(keys), *keys, *args))
-        except NoScriptError:
-            return await script(keys=keys, args=args)
-        return replies[0]
 
     async def _send_all(self) -> None:
         try:
@@ -86,45 +98,67 @@ class RedisBatch:
             await asyncio.sleep(0)
             while self._queue:
                 batch, self._queue = self._queue, []
-                await self._send(batch)
+                retry = await self._send(batch)
+                if retry:
+                    await self._reload(retry)
+        except BaseException:
+            # Cancelled (the loop is stopping): nobody must wait for ever.
+            for call in self._queue:
+                call.future.cancel()
+            self._queue = []
+            raise
         finally:
             self._sender = None
-            # Only left when this was cancelled (the loop is stopping): nobody must wait forever.
-            left, self._queue = self._queue, []
-            for _build, future in left:
-                future.cancel()
 
-    async def _send(self, batch: list[tuple[Build, asyncio.Future[list[Any]]]]) -> None:
+    async def _reload(self, retry: list[_Call]) -> None:
+        """Redis lost these calls' scripts: give them again, and resend the calls before
+        anything queued after them."""
+        try:
+            for script in {id(c.script): c.script for c in retry if c.script is not None}.values():
+                await self.redis.script_load(script.script)
+        except Exception as exc:  # noqa: BLE001 - handed to the callers
+            for call in retry:
+                if not call.future.done():
+                    call.future.set_exception(exc)
+            return
+        await self._send(retry, retrying=True)
+
+    async def _send(self, batch: list[_Call], *, retrying: bool = False) -> list[_Call]:
+        """Send one pipeline and answer its callers; the script calls to send again."""
         pipe = self.redis.pipeline(transaction=False)
-        spans: list[tuple[int, int, asyncio.Future[list[Any]]]] = []
-        for build, future in batch:
+        spans: list[tuple[int, int, _Call]] = []
+        for call in batch:
             start = len(pipe.command_stack)
             try:
-                build(pipe)
+                call.build(pipe)
             except Exception as exc:  # noqa: BLE001 - a caller's bad arguments fail that caller only
                 del pipe.command_stack[start:]
-                future.set_exception(exc)
+                call.future.set_exception(exc)
                 continue
-            spans.append((start, len(pipe.command_stack), future))
+            spans.append((start, len(pipe.command_stack), call))
         if not spans:
-            return
+            return []
         try:
             replies = await pipe.execute(raise_on_error=False)
         except asyncio.CancelledError:
-            for _start, _end, future in spans:
-                future.cancel()
+            for _start, _end, call in spans:
+                call.future.cancel()
             raise
-        except Exception as exc:  # noqa: BLE001 - handed to every caller of the batch
-            for _start, _end, future in spans:
-                if not future.done():
-                    future.set_exception(exc)
-            return
-        for start, end, future in spans:
-            if future.done():
-                continue  # its caller stopped waiting (the commands were applied all the same)
+        except Exception as exc:  # noqa: BLE001 - handed to every caller of the pipeline
+            for _start, _end, call in spans:
+                if not call.future.done():
+                    call.future.set_exception(exc)
+            return []
+        retry: list[_Call] = []
+        for start, end, call in spans:
             mine = replies[start:end]
             error = next((reply for reply in mine if isinstance(reply, Exception)), None)
-            if error is not None:
-                future.set_exception(error)
+            if isinstance(error, NoScriptError) and call.script is not None and not retrying:
+                retry.append(call)
+            elif call.future.done():
+                continue  # its caller stopped waiting (the commands were applied all the same)
+            elif error is not None:
+                call.future.set_exception(error)
             else:
-                future.set_result(mine)
+                call.future.set_result(mine[0] if call.script is not None else mine)
+        return retry

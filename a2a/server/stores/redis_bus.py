@@ -9,14 +9,25 @@ capped at ``max_events`` entries.
 
 Cancel requests and leases go through Redis too, but are not events: see ``redis_coordination``.
 
-A publish is one batched round trip (``RedisBatch``): ``XADD``, ``EXPIRE``, and, when push
-notifications are on, ``EXISTS`` of the task's push configs, whose answer (``PushProbe``) spares
-the push store a round trip of its own for the event of a task without webhooks.
+A publish is one command (a Lua script: ``XADD``, ``EXPIRE`` and, when push notifications are
+on, ``EXISTS`` of the task's push configs) in a batched round trip (``RedisBatch``); the
+``EXISTS`` answer (``PushProbe``) spares the push store a command of its own for the event of a
+task without webhooks.
+
+**Followers in the publishing process** are handed its events directly (a relay per followed
+task, an ``EventLog`` of what this process published since), without an ``XREAD`` and a decode
+per event: a follower reads Redis until it has caught up with the relay, then the relay. Only
+the process that runs a task publishes its events, until the task ends or is interrupted (the
+next message may go to another replica); so the relay starts a new log after an event that
+ends a stream, after a gap in the seqs and after a publish that failed, and a follower whose
+relay cannot continue where it is goes back to Redis. An event reaches the relay only once
+Redis has it, so a local reader never sees an event a reader elsewhere could not.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
+from dataclasses import dataclass, field
 from typing import Any
 
 import redis.asyncio as aioredis
@@ -24,7 +35,7 @@ import redis.asyncio as aioredis
 from ...protocol.codec import decoder_for
 from ...types import UNSET, StreamResponse
 from ..bus import DEFAULT_RETENTION_SECONDS, EventBus, is_final
-from ..events import LoggedEvent, ends_stream
+from ..events import EventLog, LoggedEvent, ends_stream
 from ..push.redis import PushProbe
 from .redis_batch import RedisBatch
 
@@ -32,6 +43,34 @@ __all__ = ["RedisEventBus"]
 
 _UNFINISHED_TTL = 24 * 3600
 _BLOCK_MS = 1000
+
+# KEYS: the stream, then (when probed) the task's push config hash. ARGV: seq, body, max
+# events, ttl. One command rather than three: each command costs the server its own packing
+# and reply parsing, which is most of what a publish costs it.
+_PUBLISH = """
+redis.call('XADD', KEYS[1], 'MAXLEN', '~', ARGV[3], '0-' .. ARGV[1], 'b', ARGV[2])
+redis.call('EXPIRE', KEYS[1], ARGV[4])
+if KEYS[2] then return redis.call('EXISTS', KEYS[2]) end
+return 0
+"""
+
+
+@dataclass(slots=True)
+class _Relay:
+    """The events this process published for one task while it has followers here."""
+
+    log: EventLog = field(default_factory=EventLog)
+    followers: int = 0
+
+    def restart(self) -> None:
+        """What this process publishes next may not follow on: a new log (its readers go
+        back to Redis for what they miss)."""
+        self.log.close()
+        self.log = EventLog()
+
+
+def _holds(log: EventLog) -> bool:
+    return log.next_seq > log.first_seq
 
 
 class RedisEventBus(EventBus):
@@ -46,7 +85,9 @@ class RedisEventBus(EventBus):
     ) -> None:
         self.redis = redis
         self._batch = RedisBatch.of(redis)
+        self._publish = redis.register_script(_PUBLISH)
         self._probe = push_probe
+        self._relays: dict[str, _Relay] = {}
         self.ns = namespace
         self.retention = retention
         self.max_events = max_events
@@ -62,34 +103,66 @@ class RedisEventBus(EventBus):
         probe = self._probe
         # A reply (a message, no task) has no webhooks: only task events are probed.
         probed = probe is not None and probe.armed and logged.event.message is UNSET
-        configs = probe.key(task_id) if probe is not None and probed else ""
-
-        def build(pipe: Any) -> None:
-            pipe.xadd(key, {"b": logged.body}, id=f"0-{logged.seq}", maxlen=self.max_events, approximate=True)
-            pipe.expire(key, ttl)
-            if probed:
-                # After the XADD, in Redis's order: a config registered (on any replica) before
-                # this event was appended is seen here.
-                pipe.exists(configs)
-
-        replies = await self._batch.run(build)
+        # The probe runs after the XADD, in Redis's order: a config registered (on any replica)
+        # before this event was appended is seen.
+        keys = [key, probe.key(task_id)] if probe is not None and probed else [key]
+        relay = self._relays.get(task_id)
+        try:
+            found = await self._batch.script(self._publish, keys, [logged.seq, logged.body, self.max_events, ttl])
+        except BaseException:
+            if relay is not None:
+                relay.restart()
+            raise
         if probe is not None and probed:
-            probe.observe(task_id, logged.seq, bool(replies[2]))
+            probe.observe(task_id, logged.seq, bool(found))
+        relay = self._relays.get(task_id)
+        if relay is not None:
+            log = relay.log
+            if _holds(log) and logged.seq != log.next_seq:
+                relay.restart()  # published elsewhere in between
+                log = relay.log
+            log.append(logged)
+            if ends_stream(logged.event):
+                relay.restart()  # ended or interrupted: what comes next may come from elsewhere
 
     async def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
-        key = self._stream(task_id)
-        last = f"0-{max(0, from_seq - 1)}"
-        while not self._closed:
-            answer: Any = await self.redis.xread({key: last}, block=_BLOCK_MS, count=500)
-            for _stream, entries in answer or []:
-                for entry_id, fields in entries:
-                    last = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
-                    seq = int(last.partition("-")[2])
-                    body = fields[b"b"]
-                    event = self._decoder.decode(body)
-                    yield LoggedEvent(seq, event, bytes(body))
-                    if ends_stream(event, until_terminal=until_terminal):
-                        return
+        relay = self._relays.get(task_id)
+        if relay is None:
+            relay = self._relays[task_id] = _Relay()
+        relay.followers += 1
+        try:
+            key = self._stream(task_id)
+            next_seq = max(1, from_seq)
+            while not self._closed:
+                log = relay.log
+                if _holds(log) and log.first_seq <= next_seq:
+                    # Caught up with what this process publishes: no Redis read per event. (Redis
+                    # may have answered with an event before its publisher here heard back: the
+                    # relay's log skips what this reader has.)
+                    async for logged in log.follow(next_seq, until_terminal=until_terminal):
+                        next_seq = logged.seq + 1
+                        yield logged
+                        if ends_stream(logged.event, until_terminal=until_terminal):
+                            return
+                    continue  # the log was restarted (or closed): look again
+                answer: Any = await self.redis.xread({key: f"0-{next_seq - 1}"}, block=_BLOCK_MS, count=500)
+                for _stream, entries in answer or []:
+                    for entry_id, fields in entries:
+                        text = entry_id.decode() if isinstance(entry_id, bytes) else str(entry_id)
+                        seq = int(text.partition("-")[2])
+                        if seq < next_seq:
+                            continue
+                        next_seq = seq + 1
+                        body = fields[b"b"]
+                        event = self._decoder.decode(body)
+                        yield LoggedEvent(seq, event, bytes(body))
+                        if ends_stream(event, until_terminal=until_terminal):
+                            return
+        finally:
+            relay.followers -= 1
+            if not relay.followers and self._relays.get(task_id) is relay:
+                del self._relays[task_id]
+                relay.log.close()
 
     async def retained_from(self, task_id: str) -> int | None:
         key = self._stream(task_id)
@@ -109,3 +182,5 @@ class RedisEventBus(EventBus):
 
     async def close(self) -> None:
         self._closed = True
+        for relay in self._relays.values():
+            relay.log.close()

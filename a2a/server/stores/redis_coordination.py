@@ -96,6 +96,13 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[4]) then return 1 end
 return 0
 """
 
+# KEYS: own hash. ARGV: task, ttl in ms. One command: never a hash without a TTL, even if it
+# had lapsed (a replica that died right after would otherwise look alive for ever).
+_HOLD = """
+redis.call('HSET', KEYS[1], ARGV[1], '1')
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
 # KEYS: claim. ARGV: own id.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -134,6 +141,7 @@ class RedisCoordination(Coordination):
         self._held = redis.register_script(_HELD_ELSEWHERE)
         self._claim = redis.register_script(_CLAIM)
         self._release = redis.register_script(_RELEASE)
+        self._hold = redis.register_script(_HOLD)
         self._leases: set[str] = set()
         self._batch = RedisBatch.of(redis)
         self._writes: set[asyncio.Future[Any]] = set()
@@ -160,27 +168,23 @@ class RedisCoordination(Coordination):
 
     def run_started(self, task_id: str) -> None:
         self._leases.add(task_id)
-        own, ttl = self._own, self._ttl_ms
-        # Never a hash without a TTL, even if it had lapsed: the PEXPIRE follows the HSET at once
-        # (the two are one caller's commands, sent together and applied in order).
-        self._write(lambda pipe: (pipe.hset(own, task_id, "1"), pipe.pexpire(own, ttl)))
+        self._write(self._batch.script(self._hold, [self._own], [task_id, self._ttl_ms]))
 
     def run_finished(self, task_id: str) -> None:
         self._leases.discard(task_id)
         own = self._own
-        self._write(lambda pipe: pipe.hdel(own, task_id))
+        self._write(self._batch.run(lambda pipe: pipe.hdel(own, task_id)))
 
-    def _write(self, build: Any) -> None:
-        """A lease write that must not delay the run: queued in the batch, not awaited (errors
-        are logged)."""
-        future = self._batch.submit(build)
-        self._writes.add(future)
-        future.add_done_callback(self._written)
+    def _write(self, written: asyncio.Future[Any]) -> None:
+        """A lease write that must not delay the run: queued in the batch now (so before
+        anything the run issues next), its answer not awaited (errors are logged)."""
+        self._writes.add(written)
+        written.add_done_callback(self._written)
 
-    def _written(self, future: asyncio.Future[Any]) -> None:
-        self._writes.discard(future)
-        if not future.cancelled() and (error := future.exception()) is not None:
-            log.error("could not write a task lease", exc_info=error)
+    def _written(self, written: asyncio.Future[Any]) -> None:
+        self._writes.discard(written)
+        if not written.cancelled() and (error := written.exception()) is not None:
+            log.error("could not write a task lease: %s", error)
 
     async def _heartbeat_once(self) -> list[str]:
         """Extend this replica's liveness; the ids of the replicas this beat found dead."""
