@@ -6,12 +6,14 @@ module's own, so nothing else adds to the counts."""
 from __future__ import annotations
 
 import asyncio
+import socket
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 import redis.asyncio as aioredis
+from redis.exceptions import ConnectionError as RedisConnectionError
 from redis.exceptions import ResponseError
 
 from a2a.protocol.codec import encode
@@ -292,3 +294,37 @@ async def test_a_gap_in_what_this_process_published_is_read_from_redis(backends:
     await a.publish("gap", status_event("gap", 5, TaskState.COMPLETED))
     async with asyncio.timeout(10):
         assert await reader == [1, 2, 3, 4, 5]
+
+
+async def test_a_caller_that_stops_waiting_leaves_the_others_their_answers(own_redis: str) -> None:
+    client = aioredis.Redis.from_url(own_redis)
+    batch = RedisBatch.of(client)
+    try:
+        first = batch.run(lambda pipe: pipe.set("rt-cancel-a", "1"))
+        second = batch.run(lambda pipe: (pipe.set("rt-cancel-b", "2"), pipe.get("rt-cancel-b")))
+        first.cancel()
+        async with asyncio.timeout(10):
+            assert await second == [True, b"2"]
+            # The cancelled caller's command was sent with the rest all the same.
+            assert await batch.run(lambda pipe: pipe.get("rt-cancel-a")) == [b"1"]
+    finally:
+        await client.aclose()
+
+
+async def test_an_unreachable_redis_fails_every_caller_and_the_batch_goes_on() -> None:
+    with socket.socket() as sock:  # a port nobody listens on
+        sock.bind(("127.0.0.1", 0))
+        port = sock.getsockname()[1]
+    client = aioredis.Redis(port=port, socket_connect_timeout=1, retry=None)
+    batch = RedisBatch.of(client)
+    try:
+        async with asyncio.timeout(20):
+            results = await asyncio.gather(
+                batch.run(lambda pipe: pipe.get("x")), batch.run(lambda pipe: pipe.get("y")), return_exceptions=True
+            )
+            assert all(isinstance(r, RedisConnectionError) for r in results), results
+            # Not stuck: the next call is sent (and fails the same way).
+            with pytest.raises(RedisConnectionError):
+                await batch.run(lambda pipe: pipe.get("z"))
+    finally:
+        await client.aclose()
