@@ -109,9 +109,12 @@ class Run:
         #: SendStreamingMessage streams following this run now (the last to leave unannounced
         #: cancels it: nobody else can reach it).
         self.followers = 0
+        #: This process told the other replicas that it runs the task (``on_materialize``).
+        self.leased = False
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         self._done_callback: Callable[[Run], None] | None = None
+        self._materialize_callback: Callable[[Run], None] | None = None
         #: The agent's coroutine began (a run cancelled before that never runs its own end).
         self._entered = False
         #: Sequence number of this run's first event (where its streaming readers start).
@@ -143,6 +146,12 @@ class Run:
         before ``start``: with eager tasks (Python 3.12+) a quick agent ends inside ``start``.
         """
         self._done_callback = callback
+
+    def on_materialize(self, callback: Callable[[Run], None]) -> None:
+        """Call ``callback(run)`` just before the task is first saved: where the server tells
+        other replicas that the task runs here (a run answered with a plain message saves no
+        task, and nobody else can ask about it)."""
+        self._materialize_callback = callback
 
     def _notify_done(self) -> None:
         callback, self._done_callback = self._done_callback, None
@@ -244,6 +253,8 @@ class Run:
         if self.materialized:
             return
         self.materialized = True
+        if self._materialize_callback is not None:
+            self._materialize_callback(self)
         await self._save_and_log(StreamResponse(task=snapshot(self.task)))
         self.started.set()
 
