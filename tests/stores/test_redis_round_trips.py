@@ -328,3 +328,18 @@ async def test_an_unreachable_redis_fails_every_caller_and_the_batch_goes_on() -
                 await batch.run(lambda pipe: pipe.get("z"))
     finally:
         await client.aclose()
+
+
+async def test_a_follower_waiting_on_the_relay_gets_what_another_replica_ended_the_task_with(
+    backends: tuple[Backend, Backend],
+) -> None:
+    a, b = backends[0].events, backends[1].events
+    reader = asyncio.ensure_future(follow_all(a, "ignored"))
+    await asyncio.sleep(0.05)
+    await a.publish("ignored", status_event("ignored", 1))
+    await a.publish("ignored", status_event("ignored", 2))
+    # A's run ignores a cancel: after 10 s the requester on B ends the task itself, and A's run
+    # publishes nothing more. A's reader, waiting on A's relay, still gets it.
+    await b.publish("ignored", status_event("ignored", 3, TaskState.CANCELED))
+    async with asyncio.timeout(10):
+        assert await reader == [1, 2, 3]

@@ -121,6 +121,10 @@ class RedisBatch:
                 if not call.future.done():
                     call.future.set_exception(exc)
             return
+        except BaseException:
+            for call in retry:
+                call.future.cancel()
+            raise
         await self._send(retry, retrying=True)
 
     async def _send(self, batch: list[_Call], *, retrying: bool = False) -> list[_Call]:

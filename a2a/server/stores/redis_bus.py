@@ -20,7 +20,9 @@ per event: a follower reads Redis until it has caught up with the relay, then th
 the process that runs a task publishes its events, until the task ends or is interrupted (the
 next message may go to another replica); so the relay starts a new log after an event that
 ends a stream, after a gap in the seqs and after a publish that failed, and a follower whose
-relay cannot continue where it is goes back to Redis. An event reaches the relay only once
+relay cannot continue where it is goes back to Redis, as does one that has waited on the relay
+for a second while Redis has a newer event (another replica ended the task: a cancel its run
+ignored, or a replica taken for dead). An event reaches the relay only once
 Redis has it, so a local reader never sees an event a reader elsewhere could not.
 """
 
@@ -133,18 +135,28 @@ class RedisEventBus(EventBus):
         try:
             key = self._stream(task_id)
             next_seq = max(1, from_seq)
+            from_redis = False
             while not self._closed:
                 log = relay.log
-                if _holds(log) and log.first_seq <= next_seq:
+                if not from_redis and _holds(log) and log.first_seq <= next_seq:
                     # Caught up with what this process publishes: no Redis read per event. (Redis
                     # may have answered with an event before its publisher here heard back: the
                     # relay's log skips what this reader has.)
-                    async for logged in log.follow(next_seq, until_terminal=until_terminal):
-                        next_seq = logged.seq + 1
-                        yield logged
-                        if ends_stream(logged.event, until_terminal=until_terminal):
-                            return
-                    continue  # the log was restarted (or closed): look again
+                    while True:
+                        for logged in log.since(next_seq):
+                            next_seq = logged.seq + 1
+                            yield logged
+                            if ends_stream(logged.event, until_terminal=until_terminal):
+                                return
+                        if log.closed:
+                            break  # restarted: look again
+                        if not await log.wait(_BLOCK_MS / 1000) and await self._ahead(key, next_seq):
+                            # Nothing here for a while, and Redis has more: another replica
+                            # published (it ended the task for a run that ignores its cancel).
+                            from_redis = True
+                            break
+                    continue
+                from_redis = False
                 answer: Any = await self.redis.xread({key: f"0-{next_seq - 1}"}, block=_BLOCK_MS, count=500)
                 for _stream, entries in answer or []:
                     for entry_id, fields in entries:
@@ -163,6 +175,11 @@ class RedisEventBus(EventBus):
             if not relay.followers and self._relays.get(task_id) is relay:
                 del self._relays[task_id]
                 relay.log.close()
+
+    async def _ahead(self, key: str, seq: int) -> bool:
+        """Whether the stream has an event numbered ``seq`` or later."""
+        (found,) = await self._batch.run(lambda pipe: pipe.xrange(key, f"0-{seq}", "+", count=1))
+        return bool(found)
 
     async def retained_from(self, task_id: str) -> int | None:
         key = self._stream(task_id)
