@@ -25,11 +25,6 @@ class LoggedEvent:
     body: bytes
 
 
-def _time_up(fut: asyncio.Future[bool]) -> None:
-    if not fut.done():
-        fut.set_result(False)
-
-
 def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
     """A stream closes after a Message, or a status that is terminal or interrupted (with
     ``until_terminal``, as a subscription does: terminal only)."""
@@ -47,7 +42,7 @@ class EventLog:
     def __init__(self, first_seq: int = 1) -> None:
         self._events: list[LoggedEvent] = []
         self._first_seq = first_seq
-        self._waiters: list[asyncio.Future[bool]] = []
+        self._waiters: list[asyncio.Future[None]] = []
         self.closed = False
 
     @property
@@ -76,26 +71,7 @@ class EventLog:
         waiters, self._waiters = self._waiters, []
         for fut in waiters:
             if not fut.done():
-                fut.set_result(True)
-
-    def since(self, seq: int) -> list[LoggedEvent]:
-        """The events numbered ``seq`` or later that the log holds (a copy)."""
-        return self._events[max(0, seq - self._first_seq) :]
-
-    async def wait(self, timeout: float) -> bool:
-        """Until an event is appended or the log is closed; ``False`` if ``timeout`` seconds
-        pass first."""
-        loop = asyncio.get_running_loop()
-        fut: asyncio.Future[bool] = loop.create_future()
-        self._waiters.append(fut)
-        timer = loop.call_later(timeout, _time_up, fut)
-        try:
-            woken = await fut
-        finally:
-            timer.cancel()
-        if not woken:
-            self._waiters.remove(fut)  # an idle log waited on for hours keeps no pile of them
-        return woken
+                fut.set_result(None)
 
     async def follow(self, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
         """Every event with ``seq >= from_seq``, then new ones as they come, until the stream ends

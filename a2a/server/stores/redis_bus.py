@@ -20,14 +20,17 @@ per event: a follower reads Redis until it has caught up with the relay, then th
 the process that runs a task publishes its events, until the task ends or is interrupted (the
 next message may go to another replica); so the relay starts a new log after an event that
 ends a stream, after a gap in the seqs and after a publish that failed, and a follower whose
-relay cannot continue where it is goes back to Redis, as does one that has waited on the relay
-for a second while Redis has a newer event (another replica ended the task: a cancel its run
+relay cannot continue where it is goes back to Redis; so does a relay that has not moved for a
+second while Redis has a newer event (another replica ended the task: a cancel its run here
 ignored, or a replica taken for dead). An event reaches the relay only once
 Redis has it, so a local reader never sees an event a reader elsewhere could not.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import logging
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
@@ -42,6 +45,8 @@ from ..push.redis import PushProbe
 from .redis_batch import RedisBatch
 
 __all__ = ["RedisEventBus"]
+
+_log = logging.getLogger("a2a.server")
 
 _UNFINISHED_TTL = 24 * 3600
 _BLOCK_MS = 1000
@@ -90,6 +95,7 @@ class RedisEventBus(EventBus):
         self._publish = redis.register_script(_PUBLISH)
         self._probe = push_probe
         self._relays: dict[str, _Relay] = {}
+        self._watchdog: asyncio.Task[None] | None = None
         self.ns = namespace
         self.retention = retention
         self.max_events = max_events
@@ -131,32 +137,24 @@ class RedisEventBus(EventBus):
         relay = self._relays.get(task_id)
         if relay is None:
             relay = self._relays[task_id] = _Relay()
+            if self._watchdog is None or self._watchdog.done():
+                self._watchdog = asyncio.get_running_loop().create_task(self._watch(), name="a2a-redis-relays")
         relay.followers += 1
         try:
             key = self._stream(task_id)
             next_seq = max(1, from_seq)
-            from_redis = False
             while not self._closed:
                 log = relay.log
-                if not from_redis and _holds(log) and log.first_seq <= next_seq:
+                if _holds(log) and log.first_seq <= next_seq:
                     # Caught up with what this process publishes: no Redis read per event. (Redis
                     # may have answered with an event before its publisher here heard back: the
                     # relay's log skips what this reader has.)
-                    while True:
-                        for logged in log.since(next_seq):
-                            next_seq = logged.seq + 1
-                            yield logged
-                            if ends_stream(logged.event, until_terminal=until_terminal):
-                                return
-                        if log.closed:
-                            break  # restarted: look again
-                        if not await log.wait(_BLOCK_MS / 1000) and await self._ahead(key, next_seq):
-                            # Nothing here for a while, and Redis has more: another replica
-                            # published (it ended the task for a run that ignores its cancel).
-                            from_redis = True
-                            break
-                    continue
-                from_redis = False
+                    async for logged in log.follow(next_seq, until_terminal=until_terminal):
+                        next_seq = logged.seq + 1
+                        yield logged
+                        if ends_stream(logged.event, until_terminal=until_terminal):
+                            return
+                    continue  # the log was restarted (or closed): look again
                 answer: Any = await self.redis.xread({key: f"0-{next_seq - 1}"}, block=_BLOCK_MS, count=500)
                 for _stream, entries in answer or []:
                     for entry_id, fields in entries:
@@ -175,6 +173,31 @@ class RedisEventBus(EventBus):
             if not relay.followers and self._relays.get(task_id) is relay:
                 del self._relays[task_id]
                 relay.log.close()
+
+    async def _watch(self) -> None:
+        """Every second, a relay whose log has not moved since the last look, while Redis has
+        a newer event, is restarted: its readers go to Redis for what another replica published
+        (it ended the task: a cancel its run here ignored, or a replica taken for dead). One
+        look per idle relay per second, all in one round trip; none per event."""
+        marks: dict[str, tuple[_Relay, int]] = {}
+        while self._relays and not self._closed:
+            await asyncio.sleep(_BLOCK_MS / 1000)
+            idle = [
+                (task_id, relay, relay.log.next_seq)
+                for task_id, relay in self._relays.items()
+                if _holds(relay.log) and marks.get(task_id) == (relay, relay.log.next_seq)
+            ]
+            marks = {task_id: (relay, relay.log.next_seq) for task_id, relay in self._relays.items()}
+            if not idle:
+                continue
+            try:
+                ahead = await asyncio.gather(*(self._ahead(self._stream(t), seq) for t, _r, seq in idle))
+            except Exception:  # noqa: BLE001 - Redis unreachable: the next look tries again
+                _log.warning("could not compare the local relays with Redis; trying again", exc_info=True)
+                continue
+            for (_task_id, relay, seq), newer in zip(idle, ahead, strict=True):
+                if newer and relay.log.next_seq == seq:
+                    relay.restart()
 
     async def _ahead(self, key: str, seq: int) -> bool:
         """Whether the stream has an event numbered ``seq`` or later."""
@@ -201,3 +224,7 @@ class RedisEventBus(EventBus):
         self._closed = True
         for relay in self._relays.values():
             relay.log.close()
+        if self._watchdog is not None:
+            self._watchdog.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._watchdog
