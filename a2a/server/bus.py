@@ -25,10 +25,6 @@ DEFAULT_RETENTION_SECONDS = 300.0
 
 class EventBus(abc.ABC):
     @abc.abstractmethod
-    def is_followed(self, task_id: str) -> bool:
-        """Whether a reader may be waiting for ``task_id``'s events (when unsure: ``True``)."""
-
-    @abc.abstractmethod
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
         """Append one event (its ``seq`` is one more than the last) and wake the followers."""
 
@@ -74,9 +70,6 @@ class InMemoryEventBus(EventBus):
         if event_log is None:
             event_log = self._logs[task_id] = EventLog(first_seq=first_seq)
         return event_log
-
-    def is_followed(self, task_id: str) -> bool:
-        return task_id in self._logs
 
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
         self._log(task_id, logged.seq).append(logged)

@@ -85,12 +85,14 @@ class Run:
         "_idem",
         "_idem_key",
         "_lock",
+        "_materialize_callback",
         "_saved_at",
         "_unwinding",
         "announced",
         "bus",
         "first_seq",
         "followers",
+        "leased",
         "materialized",
         "push",
         "record",
@@ -129,7 +131,7 @@ class Run:
         self.reply: Message | None = None
         #: The write of the reply's idempotency record, when it was not durable at once: whoever
         #: hands ``reply`` to a caller awaits it first (each of them: a failed write fails each).
-        self.reply_written: Awaitable[None] | None = None
+        self.reply_written: Awaitable[object] | None = None
         self.shutdown = False
         #: A stream of SendStreamingMessage follows this run (so even a plain reply is published).
         self.streamed = False
@@ -138,9 +140,12 @@ class Run:
         #: SendStreamingMessage streams following this run now (the last to leave unannounced
         #: cancels it: nobody else can reach it).
         self.followers = 0
+        #: This process told the other replicas that it runs the task (``on_materialize``).
+        self.leased = False
         self._unwinding = False
         self._asyncio_task: asyncio.Task[None] | None = None
         self._done_callback: Callable[[Run], None] | None = None
+        self._materialize_callback: Callable[[Run], None] | None = None
         #: The agent's coroutine began (a run cancelled before that never runs its own end).
         self._entered = False
         #: Sequence number of this run's first event (where its streaming readers start).
@@ -172,6 +177,12 @@ class Run:
         before ``start``: with eager tasks (Python 3.12+) a quick agent ends inside ``start``.
         """
         self._done_callback = callback
+
+    def on_materialize(self, callback: Callable[[Run], None]) -> None:
+        """Call ``callback(run)`` just before the task is first saved: where the server tells
+        other replicas that the task runs here (a run answered with a plain message saves no
+        task, and nobody else can ask about it)."""
+        self._materialize_callback = callback
 
     def _notify_done(self) -> None:
         callback, self._done_callback = self._done_callback, None
@@ -276,6 +287,8 @@ class Run:
         # The message's idempotency record then only matters for a plain reply, which a run
         # with a task no longer gives: not kept for the run's (a stream's) whole life.
         self._idem_key = self._idem = None
+        if self._materialize_callback is not None:
+            self._materialize_callback(self)
         await self._save_and_log(StreamResponse(task=snapshot(self.task)))
         self.started.set()
 
@@ -349,14 +362,17 @@ class Run:
                 written = self.store.record_reply(self._idem_key, self._idem)
                 if written is DONE:
                     pass
-                elif self.streamed or self.bus.is_followed(self.task_id):
+                elif self.streamed or self.followers:
                     await written  # a stream is told nothing that is not on disk
                 else:
                     # The unary answer waits for it (``reply_written``); the agent goes on.
                     self.reply_written = written
             self.record.last_seq += 1
-            if self.streamed or self.bus.is_followed(self.task_id):
-                # A reply has no task to resume: it only goes to a stream waiting for it.
+            if self.streamed or self.followers:
+                # A reply has no task to resume: it only goes to a stream waiting for it. Only
+                # streams of this message in this process can be (the task id of a run that
+                # never saved its task reached nobody else), and they are counted: so a server
+                # on a shared bus sends nothing to it for a plain reply.
                 reply = StreamResponse(message=message)
                 await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode_kept(reply)))
             self.started.set()

@@ -426,10 +426,18 @@ class RequestHandler:
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
         run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
+        run.on_materialize(self._hold)
         # The caller of a follow-up or of a returnImmediately send knows (or gets) the task id.
         run.announced = existing is not None or materialize
-        self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
         return run, rc
+
+    def _hold(self, run: Run) -> None:
+        """Replicas: a lease says the task runs here, written before the task is first saved
+        (so no replica sees it unfinished and unheld). A run answered with a plain message
+        never saves its task, and costs no lease."""
+        if self._runs.get(run.task_id) is run:
+            run.leased = True
+            self.coordination.run_started(run.task_id)
 
     async def _open(self, run: Run, rc: RequestContext) -> None:
         """Save and announce the run's task before its agent starts."""
@@ -449,7 +457,8 @@ class RequestHandler:
         """The agent has returned: the run is no longer this process's (and no longer leased)."""
         if self._runs.get(run.task_id) is run:
             del self._runs[run.task_id]
-            self.coordination.run_finished(run.task_id)
+            if run.leased:
+                self.coordination.run_finished(run.task_id)
             if self.observer is not None:
                 self.observer.run_ended(run.task.status.state.value)
 

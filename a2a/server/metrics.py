@@ -249,7 +249,7 @@ class TimedStore(TaskStore):
         finally:
             self._done("update_message", started)
 
-    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
         started = time.perf_counter()
         written = self.inner.record_reply(key, record)
         if isinstance(written, asyncio.Future):  # timed until it is durable

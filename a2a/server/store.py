@@ -16,6 +16,7 @@ import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Generator, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from ..errors import InvalidParamsError
 from ..types import Message, Task, TaskState
@@ -36,7 +37,7 @@ class _Done:
 DONE: Awaitable[None] = _Done()
 
 
-def _log_failed_write(written: asyncio.Future[None]) -> None:
+def log_failed_write(written: asyncio.Future[Any]) -> None:
     # Whoever awaits it is told too; this is for a write nobody awaits (its caller went away).
     if not written.cancelled() and (exc := written.exception()) is not None:
         log.warning("could not record a reply's idempotency record: %r", exc)
@@ -160,7 +161,7 @@ class TaskStore(abc.ABC):
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         """Replace the idempotency record once the outcome is known."""
 
-    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
         """Write the idempotency record of a plain reply (``update_message``) without waiting.
 
         The write goes ahead whether or not the result is awaited; the result is done once it
@@ -168,7 +169,7 @@ class TaskStore(abc.ABC):
         first (nobody is told of a write before it is durable): one suspension fewer per reply.
         The default runs ``update_message`` as a task of its own."""
         written = asyncio.ensure_future(self.update_message(key, record))
-        written.add_done_callback(_log_failed_write)
+        written.add_done_callback(log_failed_write)
         return written
 
     async def ping(self) -> None:
@@ -216,6 +217,6 @@ class InMemoryTaskStore(TaskStore):
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         self._messages[key] = record
 
-    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
         self._messages[key] = record
         return DONE

@@ -93,3 +93,27 @@ async def test_the_handler_tells_its_coordination_of_runs_cancels_and_recovery()
     assert coordination.calls[-1] == ("cancel", "elsewhere")
     await handler.shutdown()
     assert coordination.calls[-1] == ("closed", "")
+
+
+async def test_a_plain_reply_that_saves_no_task_takes_no_lease() -> None:
+    agent = Agent("Replier", "replies")
+
+    @agent.skill(replies=True)
+    async def reply(ctx: RequestContext) -> None:
+        if ctx.text == "task":
+            await ctx.working("on it")  # the task is made (and saved) here; the run completes it
+            return
+        await ctx.reply(ctx.text)
+
+    coordination = Recording(elsewhere=False, others=False)
+    handler = RequestHandler(agent, coordination=coordination)
+    await handler.start()
+    answer = await handler.send_message(send("hi"), NOBODY)
+    assert answer.message is not None
+    await asyncio.sleep(0)  # the run's end is bookkept after the reply
+    assert coordination.calls == [], "nobody else can ask about a task that was never saved"
+    answer = await handler.send_message(send("task"), NOBODY)
+    assert answer.task is not None and answer.task.status.state == TaskState.COMPLETED
+    await asyncio.sleep(0)
+    assert coordination.calls == [("started", answer.task.id), ("finished", answer.task.id)]
+    await handler.shutdown()

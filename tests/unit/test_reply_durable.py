@@ -23,7 +23,7 @@ class HeldWrites(InMemoryTaskStore):
         super().__init__()
         self.held: list[asyncio.Future[None]] = []
 
-    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
         written: asyncio.Future[None] = asyncio.get_running_loop().create_future()
         self.held.append(written)
         return written

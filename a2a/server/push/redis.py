@@ -16,6 +16,14 @@ Keys (under the same namespace as the task store, ``{ns}:push:...``, so they nev
 User-supplied config ids are hashed into key names (``h``: SHA-256 of both ids), so no
 separator in them can make two keys collide. Multi-key updates are Lua scripts or MULTI
 pipelines, so each operation is atomic.
+
+**No round trip per event of a task without a webhook** (most tasks), and no cache to go stale:
+the event bus appends each event with one batched round trip that also asks ``EXISTS`` of the
+task's config hash (``PushProbe``), right after the ``XADD`` in Redis's own order. ``enqueue``
+of that event then knows, without asking again, that the task had no config when the event was
+appended: a config registered on any replica before that is seen, and nothing is kept between
+events, so restarts and other replicas cannot make it wrong. Without that answer (a bus that does
+not probe, or an event it did not see) ``enqueue`` reads the configs as before.
 """
 
 from __future__ import annotations
@@ -29,11 +37,15 @@ import redis.asyncio as aioredis
 
 from ...protocol.codec import decoder_for, encode
 from ...types import TaskPushNotificationConfig
+from ..stores.redis_batch import RedisBatch
 from .store import Enqueued, PendingDelivery, PushConfigRecord, PushStore, QueueKey, queue_keys
 
-__all__ = ["RedisPushStore"]
+__all__ = ["PushProbe", "RedisPushStore"]
 
 _FAILED = -1
+#: Answers kept for events whose ``enqueue`` has not come (yet): past it the oldest are
+#: forgotten, which costs those events one read of the configs, nothing else.
+_MAX_PROBED = 4096
 
 # KEYS: cfg, st. ARGV: config id, config JSON, max configs.
 _PUT = """
@@ -102,6 +114,37 @@ return 1
 """
 
 
+class PushProbe:
+    """What the event bus learnt, in an event's own publish round trip, about whether its
+    task had push configs; shared by the bus and the push store of one Redis backend.
+
+    ``armed`` once the push store queues events (push notifications are on): until then the
+    bus asks nothing. Each answer is for one event (task id and seq) and is used once.
+    """
+
+    def __init__(self, namespace: str = "a2a") -> None:
+        self.ns = namespace
+        self.armed = False
+        self._seen: dict[str, tuple[int, bool]] = {}
+
+    def key(self, task_id: str) -> str:
+        """The task's config hash: it exists exactly while the task has a config."""
+        return f"{self.ns}:push:cfg:{task_id}"
+
+    def observe(self, task_id: str, seq: int, exists: bool) -> None:
+        seen = self._seen
+        seen.pop(task_id, None)
+        if len(seen) >= _MAX_PROBED:
+            del seen[next(iter(seen))]
+        seen[task_id] = (seq, exists)
+
+    def without_configs(self, task_id: str, seq: int) -> bool:
+        """``True`` when event ``seq``'s publish found no config (certain); ``False`` when it
+        found one, or was not probed."""
+        seen = self._seen.pop(task_id, None)
+        return seen is not None and seen == (seq, False)
+
+
 class _Stored(msgspec.Struct):
     config: TaskPushNotificationConfig
     owner: str = ""
@@ -127,10 +170,15 @@ class RedisPushStore(PushStore):
         *,
         namespace: str = "a2a",
         client: aioredis.Redis | None = None,
+        probe: PushProbe | None = None,
     ) -> None:
         self._owns_client = client is None
         self.redis: aioredis.Redis = client or aioredis.Redis.from_url(url)
         self.ns = namespace
+        #: Fed by the event bus of the same backend (``open_redis_backend``); a store on its
+        #: own has one that nobody feeds, so it always reads the configs.
+        self.probe = probe if probe is not None else PushProbe(namespace)
+        self._batch = RedisBatch.of(self.redis)
         self._decoder = decoder_for(_Stored)
         self._pending_decoder = decoder_for(tuple[str, str])
         self._put = self.redis.register_script(_PUT)
@@ -178,16 +226,14 @@ class RedisPushStore(PushStore):
 
     async def put_config(self, record: PushConfigRecord, *, max_configs: int) -> bool:
         value = encode(_Stored(record.config, record.owner, record.tenant, record.dialect))
-        done = await self._put(
-            keys=[self._cfg(record.task_id), self._st(record.task_id)], args=[record.config_id, value, max_configs]
+        done = await self._batch.script(
+            self._put, [self._cfg(record.task_id), self._st(record.task_id)], [record.config_id, value, max_configs]
         )
         return bool(done)
 
     async def get_config(self, task_id: str, config_id: str) -> PushConfigRecord | None:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hget(self._cfg(task_id), config_id)
-        pipe.hget(self._st(task_id), config_id)
-        raw, state = await pipe.execute()
+        cfg, st = self._cfg(task_id), self._st(task_id)
+        raw, state = await self._batch.run(lambda pipe: (pipe.hget(cfg, config_id), pipe.hget(st, config_id)))
         return None if raw is None else self._record(raw, state)
 
     async def list_configs(self, task_id: str) -> builtins.list[PushConfigRecord]:
@@ -195,10 +241,8 @@ class RedisPushStore(PushStore):
         return [self._record(configs[key], states.get(key)) for key in sorted(configs)]
 
     async def _both(self, task_id: str) -> tuple[dict[str, Any], dict[str, Any]]:
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.hgetall(self._cfg(task_id))
-        pipe.hgetall(self._st(task_id))
-        configs, states = await pipe.execute()
+        cfg, st = self._cfg(task_id), self._st(task_id)
+        configs, states = await self._batch.run(lambda pipe: (pipe.hgetall(cfg), pipe.hgetall(st)))
         return (
             {_text(k): v for k, v in configs.items()},
             {_text(k): v for k, v in states.items()},
@@ -216,6 +260,9 @@ class RedisPushStore(PushStore):
     # ---- deliveries ---------------------------------------------------------------------
 
     async def enqueue(self, task_id: str, seq: int, body: bytes, *, max_pending: int) -> builtins.list[Enqueued]:
+        self.probe.armed = True
+        if self.probe.without_configs(task_id, seq):
+            return []  # the event's publish found no config: nothing to read, nothing to queue
         configs, states = await self._both(task_id)
         live = [key for key in sorted(configs) if states.get(key) is None or int(states[key]) != _FAILED]
         if not live:
@@ -233,7 +280,9 @@ class RedisPushStore(PushStore):
         return [Enqueued(config_id, int(results[3 * i + 1])) for i, config_id in enumerate(live)]
 
     async def next_delivery(self, task_id: str, config_id: str) -> PendingDelivery | None:
-        found = await self._next(keys=self._keys(task_id, config_id), args=[config_id, encode([task_id, config_id])])
+        found = await self._batch.script(
+            self._next, self._keys(task_id, config_id), [config_id, encode([task_id, config_id])]
+        )
         if not found:
             return None
         raw, state, member, score = found
@@ -242,14 +291,18 @@ class RedisPushStore(PushStore):
         return PendingDelivery(self._record(raw, state), seq, body)
 
     async def ack(self, task_id: str, config_id: str, seq: int) -> None:
-        await self._ack(keys=self._keys(task_id, config_id), args=[seq, config_id, encode([task_id, config_id])])
+        await self._batch.script(
+            self._ack, self._keys(task_id, config_id), [seq, config_id, encode([task_id, config_id])]
+        )
 
     async def record_failure(self, task_id: str, config_id: str) -> int:
-        count = await self._failure(keys=[self._cfg(task_id), self._st(task_id)], args=[config_id])
+        count = await self._batch.script(self._failure, [self._cfg(task_id), self._st(task_id)], [config_id])
         return max(int(count), 0)
 
     async def fail_config(self, task_id: str, config_id: str) -> int:
-        dropped = await self._fail(keys=self._keys(task_id, config_id), args=[config_id, encode([task_id, config_id])])
+        dropped = await self._batch.script(
+            self._fail, self._keys(task_id, config_id), [config_id, encode([task_id, config_id])]
+        )
         return int(dropped)
 
     async def pending(self) -> builtins.list[QueueKey]:
@@ -262,11 +315,13 @@ class RedisPushStore(PushStore):
     # ---- leases -------------------------------------------------------------------------
 
     async def acquire_lease(self, task_id: str, config_id: str, holder: str, ttl: float) -> bool:
-        done = await self._acquire(keys=[self._lease(task_id, config_id)], args=[holder, max(1, int(ttl * 1000))])
+        done = await self._batch.script(
+            self._acquire, [self._lease(task_id, config_id)], [holder, max(1, int(ttl * 1000))]
+        )
         return bool(done)
 
     async def release_lease(self, task_id: str, config_id: str, holder: str) -> None:
-        await self._release(keys=[self._lease(task_id, config_id)], args=[holder])
+        await self._batch.script(self._release, [self._lease(task_id, config_id)], [holder])
 
     async def close(self) -> None:
         if self._owns_client:

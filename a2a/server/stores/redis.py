@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import builtins
 import hashlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import msgspec
@@ -28,7 +28,7 @@ from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
 from ..backend import Backend, BackendURL
 from ..coordination import RECOVERY_SWEEP_SECONDS
-from ..push.redis import RedisPushStore
+from ..push.redis import PushProbe, RedisPushStore
 from ..store import (
     ACTIVE_STATES,
     IdempotencyRecord,
@@ -38,8 +38,10 @@ from ..store import (
     TaskStore,
     decode_cursor,
     encode_cursor,
+    log_failed_write,
     matches,
 )
+from .redis_batch import RedisBatch
 from .redis_bus import RedisEventBus
 from .redis_coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS, RedisCoordination
 
@@ -79,6 +81,8 @@ class RedisTaskStore(TaskStore):
         self.ns = namespace
         self.idempotency_ttl = idempotency_ttl
         self._save = self.redis.register_script(_SAVE)
+        #: Point reads and writes share round trips with every other caller of this client.
+        self._batch = RedisBatch.of(self.redis)
         self._task_decoder = decoder_for(Task)
         self._idem_decoder = decoder_for(_Idem)
 
@@ -97,14 +101,16 @@ class RedisTaskStore(TaskStore):
         )
 
     async def get(self, task_id: str) -> TaskRecord | None:
-        fields = await self.redis.hgetall(self._task_key(task_id))
+        key = self._task_key(task_id)
+        (fields,) = await self._batch.run(lambda pipe: pipe.hgetall(key))
         return self._record(fields) if fields else None
 
     async def save(self, record: TaskRecord) -> None:
         task = record.task
-        await self._save(
-            keys=[self._task_key(task.id), self._index_key(record.owner, record.tenant)],
-            args=[
+        await self._batch.script(
+            self._save,
+            [self._task_key(task.id), self._index_key(record.owner, record.tenant)],
+            [
                 record.owner,
                 record.tenant,
                 task.context_id or "",
@@ -187,7 +193,9 @@ class RedisTaskStore(TaskStore):
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
         value = encode(_Idem(record.fingerprint, record.task_id, record.message))
-        if await self.redis.set(self._message_key(key), value, nx=True, ex=self.idempotency_ttl):
+        name = self._message_key(key)
+        (claimed,) = await self._batch.run(lambda pipe: pipe.set(name, value, nx=True, ex=self.idempotency_ttl))
+        if claimed:
             return None
         found = await self.get_message(key)
         if found is None:  # expired in between: claim again
@@ -195,7 +203,8 @@ class RedisTaskStore(TaskStore):
         return found
 
     async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
-        raw: Any = await self.redis.get(self._message_key(key))
+        name = self._message_key(key)
+        (raw,) = await self._batch.run(lambda pipe: pipe.get(name))
         if raw is None:
             return None
         found = self._idem_decoder.decode(raw)
@@ -203,7 +212,16 @@ class RedisTaskStore(TaskStore):
 
     async def update_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> None:
         value = encode(_Idem(record.fingerprint, record.task_id, record.message))
-        await self.redis.set(self._message_key(key), value, ex=self.idempotency_ttl)
+        name = self._message_key(key)
+        await self._batch.run(lambda pipe: pipe.set(name, value, ex=self.idempotency_ttl))
+
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
+        value = encode(_Idem(record.fingerprint, record.task_id, record.message))
+        name = self._message_key(key)
+        # Queued in this turn's pipeline now; done once Redis has applied it.
+        written = self._batch.run(lambda pipe: pipe.set(name, value, ex=self.idempotency_ttl))
+        written.add_done_callback(log_failed_write)
+        return written
 
     async def close(self) -> None:
         await self.redis.aclose()
@@ -228,10 +246,12 @@ def open_redis_backend(url: BackendURL) -> Backend:
         coordination = RedisCoordination(tasks.redis, namespace=namespace, **timings)
     except ValueError as exc:
         raise url.error(str(exc)) from None
+    # The bus's publish round trip tells the push store whether the task has webhooks.
+    probe = PushProbe(namespace)
     return Backend(
         tasks,
-        RedisEventBus(tasks.redis, namespace=namespace),
-        RedisPushStore(client=tasks.redis, namespace=namespace),
+        RedisEventBus(tasks.redis, namespace=namespace, push_probe=probe),
+        RedisPushStore(client=tasks.redis, namespace=namespace, probe=probe),
         coordination,
     )
 

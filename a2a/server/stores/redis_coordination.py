@@ -5,7 +5,8 @@
   ``lease_ttl`` seconds (3 s by default) and the replica extends it every ``heartbeat`` seconds
   (1 s): a replica that dies loses all its leases at once, ``lease_ttl`` after its last beat,
   and a lease costs no Redis command per task per beat (only one when the run starts, one when
-  it ends). ``{ns}:replicas`` is the set of replica ids.
+  it ends, in the batched round trip of whatever else is sent then: ``RedisBatch``).
+  ``{ns}:replicas`` is the set of replica ids.
 - Noticing a death: each heartbeat also takes out of ``{ns}:replicas`` every replica whose hash
   is gone, atomically (one Lua script), so exactly one survivor notices each death; it then
   runs the recovery at once (the handler marks FAILED the unfinished tasks no live replica
@@ -32,13 +33,13 @@ import asyncio
 import contextlib
 import logging
 import uuid
-from collections.abc import Awaitable
 from typing import Any
 
 import redis.asyncio as aioredis
 from redis.exceptions import RedisError
 
 from ..coordination import RECOVERY_SWEEP_SECONDS, CancelHandler, Coordination, RecoverHandler
+from .redis_batch import RedisBatch
 
 __all__ = ["HEARTBEAT_SECONDS", "LEASE_TTL_SECONDS", "RedisCoordination"]
 
@@ -95,6 +96,13 @@ if redis.call('SET', KEYS[2], ARGV[1], 'NX', 'PX', ARGV[4]) then return 1 end
 return 0
 """
 
+# KEYS: own hash. ARGV: task, ttl in ms. One command: never a hash without a TTL, even if it
+# had lapsed (a replica that died right after would otherwise look alive for ever).
+_HOLD = """
+redis.call('HSET', KEYS[1], ARGV[1], '1')
+return redis.call('PEXPIRE', KEYS[1], ARGV[2])
+"""
+
 # KEYS: claim. ARGV: own id.
 _RELEASE = """
 if redis.call('GET', KEYS[1]) == ARGV[1] then return redis.call('DEL', KEYS[1]) end
@@ -133,8 +141,10 @@ class RedisCoordination(Coordination):
         self._held = redis.register_script(_HELD_ELSEWHERE)
         self._claim = redis.register_script(_CLAIM)
         self._release = redis.register_script(_RELEASE)
+        self._hold = redis.register_script(_HOLD)
         self._leases: set[str] = set()
-        self._writes: set[asyncio.Task[None]] = set()
+        self._batch = RedisBatch.of(redis)
+        self._writes: set[asyncio.Future[Any]] = set()
         self._background: list[asyncio.Task[None]] = []
         self._recovering: asyncio.Task[None] | None = None
         self._recover_again = False
@@ -158,27 +168,23 @@ class RedisCoordination(Coordination):
 
     def run_started(self, task_id: str) -> None:
         self._leases.add(task_id)
-        pipe = self.redis.pipeline(transaction=True)
-        pipe.hset(self._own, task_id, "1")
-        pipe.pexpire(self._own, self._ttl_ms)  # never a hash without a TTL, even if it had lapsed
-        self._write(pipe.execute())
+        self._write(self._batch.script(self._hold, [self._own], [task_id, self._ttl_ms]))
 
     def run_finished(self, task_id: str) -> None:
         self._leases.discard(task_id)
-        self._write(self.redis.hdel(self._own, task_id))
+        own = self._own
+        self._write(self._batch.run(lambda pipe: pipe.hdel(own, task_id)))
 
-    def _write(self, command: Awaitable[Any]) -> None:
-        """A lease write that must not delay the run (errors are logged)."""
+    def _write(self, written: asyncio.Future[Any]) -> None:
+        """A lease write that must not delay the run: queued in the batch now (so before
+        anything the run issues next), its answer not awaited (errors are logged)."""
+        self._writes.add(written)
+        written.add_done_callback(self._written)
 
-        async def guarded() -> None:
-            try:
-                await command
-            except Exception:
-                log.exception("could not write a task lease")
-
-        task = asyncio.get_running_loop().create_task(guarded())
-        self._writes.add(task)
-        task.add_done_callback(self._writes.discard)
+    def _written(self, written: asyncio.Future[Any]) -> None:
+        self._writes.discard(written)
+        if not written.cancelled() and (error := written.exception()) is not None:
+            log.error("could not write a task lease: %s", error)
 
     async def _heartbeat_once(self) -> list[str]:
         """Extend this replica's liveness; the ids of the replicas this beat found dead."""

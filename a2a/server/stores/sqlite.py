@@ -573,7 +573,7 @@ class SQLiteTaskStore(TaskStore):
         # One row per messageId: a claim still queued and this update merge into one write.
         await self._write_message(key, record, wait=True)
 
-    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[None]:
+    def record_reply(self, key: tuple[str, str, str], record: IdempotencyRecord) -> Awaitable[object]:
         self._started()
         written = self._write_message(key, record, wait=True)  # queued now: the batch's future
         return written if isinstance(written, asyncio.Future) else asyncio.ensure_future(written)
