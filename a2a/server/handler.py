@@ -410,7 +410,8 @@ class RequestHandler:
                 history=[message],
                 metadata=_with_owner(req.metadata, skill),
             )
-            record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "")
+            # Fresh: a new id (or one whose claim found no task saved), so no store holds anything under it.
+            record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "", fresh=True)
         run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
@@ -487,7 +488,8 @@ class RequestHandler:
         record = run.record if run is not None else await self.store.get(task_id)
         if record is None or record.owner != ctx.owner or record.tenant != (tenant or ""):
             raise TaskNotFoundError(f"Task not found: {task_id}")
-        if run is not None and not run.materialized:
+        if run is not None and not run.visible:
+            # Not materialized, or its first save is not committed yet: its id was handed to nobody.
             raise TaskNotFoundError(f"Task not found: {task_id}")
         return record
 
