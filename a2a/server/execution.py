@@ -27,7 +27,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..metadata import USAGE_KEY
-from ..protocol.codec import encode
 from ..types import (
     Artifact,
     Message,
@@ -277,7 +276,7 @@ class Run:
         event held until it is committed (see the module docstring).
         """
         self.record.last_seq += 1
-        logged = LoggedEvent(self.record.last_seq, event, encode(event))
+        logged = LoggedEvent(self.record.last_seq, event)  # encoded if anybody reads it
         now = time.monotonic()
         if must_save or now - self._saved_at >= SAVE_INTERVAL:
             if queue and (commit := self.store.queue_save(self.record)) is not None:
@@ -308,7 +307,7 @@ class Run:
             self.visible = True  # its first save is committed: the task id may be handed out
             self.started.set()
         await self.bus.publish(self.task_id, logged)
-        if self.push is not None:
+        if self.push is not None and self.push.wants(self.task_id):
             # Under the run's lock, so the webhooks' queues get the events in order.
             await self.push.notify(self.task_id, logged)
 
@@ -401,7 +400,7 @@ class Run:
             if self.streamed or self.bus.is_followed(self.task_id):
                 # A reply has no task to resume: it only goes to a stream waiting for it.
                 reply = StreamResponse(message=message)
-                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode(reply)))
+                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply))
             self.started.set()
             self.settled.set()
 
