@@ -59,6 +59,8 @@ SAVE_INTERVAL = 0.25
 
 
 _second: tuple[int, str] = (-1, "")
+#: The terminal states, as a set (a frozenset's lookup is cheaper than the enum property).
+_ENDED = frozenset(state for state in TaskState if state.is_terminal)
 
 
 def now_iso() -> str:
@@ -78,7 +80,13 @@ def now_iso() -> str:
 
 def snapshot(task: Task) -> Task:
     """A copy safe to hand out: later changes to ``task`` (new history, appended artifact
-    chunks, which extend an artifact's parts in place) do not show in it."""
+    chunks, which extend an artifact's parts in place) do not show in it.
+
+    A terminal task's lists change no more (the run refuses every event after the end), so
+    its copy shares them: only the task's own fields (its metadata may still be set) are copied.
+    """
+    if task.status.state in _ENDED:
+        return msgspec.structs.replace(task)
     return msgspec.structs.replace(
         task,
         artifacts=[msgspec.structs.replace(a, parts=list(a.parts)) for a in task.artifacts] if task.artifacts else None,

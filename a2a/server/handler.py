@@ -45,7 +45,7 @@ from .context import RequestContext
 from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
 from .events import LoggedEvent
 from .execution import Run, now_iso, snapshot
-from .ids import new_id
+from .ids import new_id, new_task_id
 from .push import PushNotifier
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
 
@@ -309,7 +309,7 @@ class RequestHandler:
         # skill that owns the task.
         skill = self.agent.select_skill(message, existing_record.task if existing_record else None, req.metadata)
         self._check_input_modes(message, skill)
-        task_id = existing_record.task.id if existing_record else new_id()
+        task_id = existing_record.task.id if existing_record else new_task_id()
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)
         if previous is not None:
