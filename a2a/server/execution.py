@@ -7,7 +7,7 @@ announced as the first stream event) before the agent runs, unless the skill may
 plain message (``Agent.may_reply``): then lazily, at the first task event, so a reply leaves no
 task; ``returnImmediately`` and follow-ups materialize it at once in any case.
 
-A lazy materialization does not wait for its save when the store can queue it
+A new task's materialization does not wait for its save when the store can queue it
 (``TaskStore.queue_save``): the agent goes on, and the events it publishes meanwhile are *held*
 (numbered, not published) until that save is committed. An agent that ends at once (a quick
 task) thus queues its first and its last save together, and the store merges them into one
@@ -181,10 +181,11 @@ class Run:
 
     # ---- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> None:
-        """Make the task visible now (returnImmediately, or a follow-up to an existing task)."""
+    async def open(self, *, queue: bool = False) -> None:
+        """Make the task visible now (returnImmediately, or a follow-up to an existing task).
+        With ``queue`` (a new task) its save may be queued: it is visible once committed."""
         async with self._lock:
-            await self._materialize()
+            await self._materialize(queue=queue)
 
     def start(self, agent: Agent, ctx: RequestContext) -> None:
         self._asyncio_task = asyncio.create_task(self._execute(agent, ctx), name=f"a2a-run-{self.task_id}")

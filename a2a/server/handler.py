@@ -329,7 +329,10 @@ class RequestHandler:
             # The task exists (saved, the first stream event) before the agent runs, so slow
             # work can be listed, fetched and cancelled at once. Only a skill that may answer
             # with a plain message waits for its first task event (a reply leaves no task).
-            await self._open(run, rc)
+            # A new task's save may be queued: the agent starts at once, and the task is
+            # visible (its events published, ``started`` set) once that save is committed; a
+            # quick agent's last save then merges with it.
+            await self._open(run, rc, queue=existing_record is None)
         run.start(self.agent, rc)
         run.streamed = streamed
         return run, None
@@ -421,10 +424,10 @@ class RequestHandler:
         self.coordination.run_started(run.task_id)  # replicas: a lease says the task runs here
         return run, rc
 
-    async def _open(self, run: Run, rc: RequestContext) -> None:
-        """Save and announce the run's task before its agent starts."""
+    async def _open(self, run: Run, rc: RequestContext, *, queue: bool) -> None:
+        """Save (or queue the save of) and announce the run's task before its agent starts."""
         try:
-            await run.open()
+            await run.open(queue=queue)
         except asyncio.CancelledError:
             # The caller left while the task was being saved: it may be saved, and nobody
             # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).

@@ -15,7 +15,16 @@ from a2a.server import Agent, CallContext, RequestContext, RequestHandler
 from a2a.server.ids import new_id
 from a2a.server.stores.sqlite import SQLiteTaskStore
 from a2a.server.stores.sqlite_worker import COMMIT_DELAY_ENV
-from a2a.types import GetTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState
+from a2a.types import (
+    GetTaskRequest,
+    Message,
+    Part,
+    Role,
+    SendMessageConfiguration,
+    SendMessageRequest,
+    Task,
+    TaskState,
+)
 from tests.conftest import load_example
 
 NOBODY = CallContext()
@@ -59,19 +68,26 @@ async def test_a_quick_task_is_one_task_write(tmp_path: Path) -> None:
         await again.close()
 
 
-async def test_get_task_never_answers_before_the_first_save_is_committed(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    # durability=full: the writer is a thread of its own, so the loop goes on (and GetTask is
-    # served) while a batch waits before its COMMIT.
+def _delayed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteTaskStore:
+    """durability=full: the writer is a thread of its own, so the loop goes on (and GetTask is
+    served) while a batch waits 0.3 s before its COMMIT."""
     monkeypatch.setenv(COMMIT_DELAY_ENV, "0.3")
-    path = tmp_path / "tasks.db"
-    store = SQLiteTaskStore(path, durability="full", exclusive=True)
+    return SQLiteTaskStore(tmp_path / "tasks.db", durability="full", exclusive=True)
+
+
+# replies: the task is made at the agent's first event; else before the agent runs (both queue
+# the new task's save).
+@pytest.mark.parametrize("replies", [True, False])
+async def test_get_task_never_answers_before_the_first_save_is_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, replies: bool
+) -> None:
+    store = _delayed_store(tmp_path, monkeypatch)
+    path = store.path
     agent = Agent("Held", "publishes a chunk, then waits")
     go = asyncio.Event()
     entered = asyncio.Event()
 
-    @agent.skill(tags=["test"], replies=True)
+    @agent.skill(tags=["test"], replies=replies)
     async def act(ctx: RequestContext) -> None:
         entered.set()
         await ctx.artifact("chunk", artifact_id="a")
@@ -102,6 +118,31 @@ async def test_get_task_never_answers_before_the_first_save_is_committed(
         answer = await asyncio.wait_for(sending, 10)
         assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
         assert _on_disk(path, task_id) == TaskState.COMPLETED.value
+    finally:
+        go.set()
+        await handler.shutdown()
+
+
+async def test_return_immediately_answers_once_the_task_is_committed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store = _delayed_store(tmp_path, monkeypatch)
+    agent = Agent("Slow", "works a while")
+    go = asyncio.Event()
+
+    @agent.skill(tags=["test"])
+    async def act(ctx: RequestContext) -> None:
+        await go.wait()
+        await ctx.complete("done")
+
+    handler = RequestHandler(agent, store)
+    await handler.start()
+    try:
+        request = send("go")
+        request.configuration = SendMessageConfiguration(return_immediately=True)
+        answer = await handler.send_message(request, NOBODY)
+        assert isinstance(answer.task, Task)
+        assert _on_disk(store.path, answer.task.id) == TaskState.SUBMITTED.value, "answered before its commit"
     finally:
         go.set()
         await handler.shutdown()
