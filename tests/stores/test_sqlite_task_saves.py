@@ -146,3 +146,50 @@ async def test_return_immediately_answers_once_the_task_is_committed(
     finally:
         go.set()
         await handler.shutdown()
+
+
+async def test_a_queued_save_committed_alone_writes_the_whole_task(tmp_path: Path) -> None:
+    """On the loop's own writer (``a2a serve``) a queued first save is prepared when its batch
+    runs; an agent that then waits leaves it alone in its batch: it writes the task as it is."""
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    assert store._db.inline
+    agent = Agent("Held", "publishes a chunk, then waits")
+    go = asyncio.Event()
+    published = asyncio.Event()
+
+    @agent.skill(tags=["test"], replies=True)
+    async def act(ctx: RequestContext) -> None:
+        await ctx.artifact("chunk", artifact_id="a")
+        published.set()
+        await go.wait()
+        await ctx.complete()
+
+    handler = RequestHandler(agent, store)
+    await handler.start()
+    try:
+        sending = asyncio.ensure_future(handler.send_message(send("go"), NOBODY))
+        await asyncio.wait_for(published.wait(), 10)
+        (task_id,) = handler._runs
+        run = handler._runs[task_id]
+        for _ in range(100):
+            if run.visible:
+                break
+            await asyncio.sleep(0.01)
+        assert run.visible, "the queued save was committed and its events released"
+        assert _on_disk(store.path, task_id) == TaskState.SUBMITTED.value
+        fetched = await handler.get_task(GetTaskRequest(id=task_id), NOBODY)
+        assert fetched.artifacts and fetched.artifacts[0].parts[0].text == "chunk"
+        reader = SQLiteTaskStore(store.path)
+        try:
+            on_disk = await reader.get(task_id)
+            assert on_disk is not None and on_disk.last_seq == 2, "the task as it was when its batch ran"
+            assert on_disk.task.artifacts and on_disk.task.artifacts[0].parts[0].text == "chunk"
+        finally:
+            await reader.close()
+        go.set()
+        answer = await asyncio.wait_for(sending, 10)
+        assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+        assert _on_disk(store.path, task_id) == TaskState.COMPLETED.value
+    finally:
+        go.set()
+        await handler.shutdown()

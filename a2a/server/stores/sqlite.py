@@ -283,8 +283,19 @@ class SQLiteTaskStore(TaskStore):
         if not self._row_only(record):
             return None
         task_id = record.task.id
-        write, key = self._prepare(record)
-        commit: asyncio.Future[None] = self._db.defer(write, key=key)
+        write: Callable[[sqlite3.Connection], None]
+        if self._db.inline:
+            # Prepared when its batch runs (on this thread, between two steps of the loop, with
+            # the task as it is then: still its whole state in one write): a save of the task
+            # awaited in the same batch replaces it unprepared, so a quick task's first save
+            # costs no encoding at all.
+            def write(conn: sqlite3.Connection) -> None:
+                self._prepare(record)[0](conn)
+
+        else:
+            # The batch runs on the writer thread: encoded now, on the loop (see ``_prepare``).
+            write = self._prepare(record)[0]
+        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id))
 
         def committed(done: asyncio.Future[None]) -> None:
             if done.cancelled() or done.exception() is not None:
