@@ -7,7 +7,9 @@ survives the server process being killed (SIGKILL, crash) but a power loss may l
 transactions; ``durability="full"`` (``synchronous=FULL``) survives power loss too, at the cost
 of one fsync per batch. ``save`` returns once its batch is committed, and the handler tells
 nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
-Saves of one task in one batch are merged (the last carries the whole state).
+Saves of one task in one batch are merged (the last carries the whole state). A new task's
+first save may be queued (``queue_save``): the handler holds the task's events until it is
+committed, and a quick task's last save, awaited in the same batch, replaces it (one write).
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
