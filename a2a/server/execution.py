@@ -108,6 +108,8 @@ class Run:
     ) -> None:
         self.store = store
         self.record = record
+        #: The task's id: fixed for the run's life, and read for every event.
+        self.task_id = record.task.id
         self.bus = bus
         self.push = push
         self.materialized = materialized
@@ -147,10 +149,6 @@ class Run:
     @property
     def task(self) -> Task:
         return self.record.task
-
-    @property
-    def task_id(self) -> str:
-        return self.record.task.id
 
     @property
     def context_id(self) -> str:
