@@ -76,7 +76,8 @@ class InMemoryEventBus(EventBus):
         if is_final(logged):
             self._finished[task_id] = time.monotonic() + self.retention
             self._finished.move_to_end(task_id)
-        self._expire()
+            # Only here: finished logs are what expire, and a task's other events need no look.
+            self._expire()
 
     def _expire(self) -> None:
         now = time.monotonic()

@@ -1,6 +1,6 @@
 """The per-task event log that every stream of a task reads from.
 
-Events are appended once, numbered (a per-task sequence, the SSE ``id``) and encoded once;
+Events are appended once, numbered (a per-task sequence, the SSE ``id``) and encoded at most once;
 any number of readers follow the log at their own pace, so several subscribers of one task
 each get every event, in order, without per-subscriber queues. A reader that starts late
 (or reconnects) simply starts at an earlier index.
@@ -10,19 +10,35 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
-from dataclasses import dataclass
 
+from ..protocol.codec import encode_kept
 from ..types import StreamResponse, TaskState, UnsetType
 
 __all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
 
-@dataclass(frozen=True, slots=True)
 class LoggedEvent:
-    seq: int
-    event: StreamResponse
-    #: ``event`` already encoded as JSON; bindings splice it into their frames.
-    body: bytes
+    """One numbered event, and its JSON (what bindings splice into their frames and push
+    sends). Encoded at most once, when first asked for: a task's events are logged whether
+    or not anybody reads them, and most tasks (a blocking SendMessage, no webhook) have no
+    reader. The event must not change once logged (the handler logs copies it owns)."""
+
+    __slots__ = ("_body", "event", "seq")
+
+    def __init__(self, seq: int, event: StreamResponse, body: bytes | None = None) -> None:
+        self.seq = seq
+        self.event = event
+        self._body = body
+
+    @property
+    def body(self) -> bytes:
+        body = self._body
+        if body is None:
+            body = self._body = encode_kept(self.event)  # kept as long as the log: exact size
+        return body
+
+    def __repr__(self) -> str:
+        return f"LoggedEvent(seq={self.seq}, event={self.event!r})"
 
 
 def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:

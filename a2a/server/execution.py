@@ -6,6 +6,14 @@ reader never sees a status the store does not have). The task is *materialized* 
 announced as the first stream event) before the agent runs, unless the skill may answer with a
 plain message (``Agent.may_reply``): then lazily, at the first task event, so a reply leaves no
 task; ``returnImmediately`` and follow-ups materialize it at once in any case.
+
+A new task's materialization does not wait for its save when the store can queue it
+(``TaskStore.queue_save``): the agent goes on, and the events it publishes meanwhile are *held*
+(numbered, not published) until that save is committed. An agent that ends at once (a quick
+task) thus queues its first and its last save together, and the store merges them into one
+write. Nothing about the task leaves the run before its first save is committed: its events
+are published, ``started`` is set and ``visible`` (what GetTask, ListTasks, CancelTask and
+SubscribeToTask look at for a task running here) turns true only then.
 """
 
 from __future__ import annotations
@@ -19,7 +27,6 @@ from typing import TYPE_CHECKING
 import msgspec
 
 from ..metadata import USAGE_KEY
-from ..protocol.codec import encode_kept
 from ..types import (
     Artifact,
     Message,
@@ -44,11 +51,16 @@ __all__ = ["Run", "now_iso"]
 
 log = logging.getLogger("a2a.server")
 
+#: Releases of held events under way (held here so that they are not collected).
+_releasing: set[asyncio.Future[None]] = set()
+
 #: Artifact chunks within this many seconds of the last save are saved with the next change.
 SAVE_INTERVAL = 0.25
 
 
 _second: tuple[int, str] = (-1, "")
+#: The terminal states, as a set (a frozenset's lookup is cheaper than the enum property).
+_ENDED = frozenset(state for state in TaskState if state.is_terminal)
 
 
 def now_iso() -> str:
@@ -68,7 +80,13 @@ def now_iso() -> str:
 
 def snapshot(task: Task) -> Task:
     """A copy safe to hand out: later changes to ``task`` (new history, appended artifact
-    chunks, which extend an artifact's parts in place) do not show in it."""
+    chunks, which extend an artifact's parts in place) do not show in it.
+
+    A terminal task's lists change no more (the run refuses every event after the end), so
+    its copy shares them: only the task's own fields (its metadata may still be set) are copied.
+    """
+    if task.status.state in _ENDED:
+        return msgspec.structs.replace(task)
     return msgspec.structs.replace(
         task,
         artifacts=[msgspec.structs.replace(a, parts=list(a.parts)) for a in task.artifacts] if task.artifacts else None,
@@ -82,11 +100,14 @@ class Run:
         "_asyncio_task",
         "_done_callback",
         "_entered",
+        "_held",
         "_idem",
         "_idem_key",
         "_lock",
         "_materialize_callback",
         "_saved_at",
+        "_saving",
+        "_uncommitted",
         "_unwinding",
         "announced",
         "bus",
@@ -103,6 +124,8 @@ class Run:
         "started",
         "store",
         "streamed",
+        "task_id",
+        "visible",
     )
 
     def __init__(
@@ -118,6 +141,8 @@ class Run:
     ) -> None:
         self.store = store
         self.record = record
+        #: The task's id: fixed for the run's life, and read for every event.
+        self.task_id = record.task.id
         self.bus = bus
         self.push = push
         self.materialized = materialized
@@ -151,14 +176,18 @@ class Run:
         #: Sequence number of this run's first event (where its streaming readers start).
         self.first_seq = record.last_seq + 1
         self._saved_at = 0.0
+        #: The task is committed and its events may be published (see the module docstring).
+        self.visible = materialized
+        #: The commit of a save queued without waiting (the task's first), until it is known.
+        self._uncommitted: asyncio.Future[None] | None = None
+        #: Events numbered after that save, published once a commit covers them (in order).
+        self._held: list[LoggedEvent] = []
+        #: The run awaits a save now (it publishes the held events itself once it returns).
+        self._saving = False
 
     @property
     def task(self) -> Task:
         return self.record.task
-
-    @property
-    def task_id(self) -> str:
-        return self.record.task.id
 
     @property
     def context_id(self) -> str:
@@ -195,10 +224,11 @@ class Run:
 
     # ---- lifecycle ---------------------------------------------------------------------
 
-    async def open(self) -> None:
-        """Make the task visible now (returnImmediately, or a follow-up to an existing task)."""
+    async def open(self, *, queue: bool = False) -> None:
+        """Make the task visible now (returnImmediately, or a follow-up to an existing task).
+        With ``queue`` (a new task) its save may be queued: it is visible once committed."""
         async with self._lock:
-            await self._materialize()
+            await self._materialize(queue=queue)
 
     def start(self, agent: Agent, ctx: RequestContext) -> None:
         self._asyncio_task = asyncio.create_task(self._execute(agent, ctx), name=f"a2a-run-{self.task_id}")
@@ -280,7 +310,9 @@ class Run:
 
     # ---- what the agent publishes -------------------------------------------------------
 
-    async def _materialize(self) -> None:
+    async def _materialize(self, *, queue: bool = False) -> None:
+        """Save the task and announce it (its first event). With ``queue`` (a lazy
+        materialization: nobody has the task id yet) the save may be queued, not awaited."""
         if self.materialized:
             return
         self.materialized = True
@@ -289,26 +321,87 @@ class Run:
         self._idem_key = self._idem = None
         if self._materialize_callback is not None:
             self._materialize_callback(self)
-        await self._save_and_log(StreamResponse(task=snapshot(self.task)))
-        self.started.set()
+        await self._save_and_log(StreamResponse(task=snapshot(self.task)), queue=queue)
 
-    async def _save_and_log(self, event: StreamResponse, *, must_save: bool = True) -> None:
+    async def _save_and_log(self, event: StreamResponse, *, must_save: bool = True, queue: bool = False) -> None:
         """Number the event, save the task (before anyone can see the event), publish it.
 
         Artifact chunks may skip the save (``must_save=False``) when the task was saved less
         than ``SAVE_INTERVAL`` ago: the next status change (every task ends with one) saves
         them, and a server that dies in between marks the task FAILED on restart anyway.
+        With ``queue`` the save is queued when the store can (``TaskStore.queue_save``) and the
+        event held until it is committed (see the module docstring).
         """
         self.record.last_seq += 1
-        logged = LoggedEvent(self.record.last_seq, event, encode_kept(event))
+        logged = LoggedEvent(self.record.last_seq, event)  # encoded if anybody reads it
         now = time.monotonic()
         if must_save or now - self._saved_at >= SAVE_INTERVAL:
-            await self.store.save(self.record)
+            if queue and (commit := self.store.queue_save(self.record)) is not None:
+                self._saved_at = now
+                self._hold(commit, logged)
+                return
+            self._saving = True
+            try:
+                await self.store.save(self.record)
+            finally:
+                self._saving = False
+                if self._held and self._uncommitted is not None:
+                    # This save failed (or was cancelled): the held events go out once the
+                    # queued save is known committed, or with the next save.
+                    self._uncommitted.add_done_callback(self._committed)
             self._saved_at = now
+            # This save wrote the whole task: every event numbered so far is covered by it.
+            self._uncommitted = None
+        elif self._uncommitted is not None:
+            self._held.append(logged)  # after events not yet published: it waits with them
+            return
+        if self._held:
+            await self._release()
+        await self._publish(logged)
+
+    async def _publish(self, logged: LoggedEvent) -> None:
+        if not self.visible and self.materialized:
+            self.visible = True  # its first save is committed: the task id may be handed out
+            self.started.set()
         await self.bus.publish(self.task_id, logged)
-        if self.push is not None:
+        if self.push is not None and self.push.wants(self.task_id):
             # Under the run's lock, so the webhooks' queues get the events in order.
             await self.push.notify(self.task_id, logged)
+
+    # ---- a queued save and the events held behind it -------------------------------------
+
+    def _hold(self, commit: asyncio.Future[None], logged: LoggedEvent) -> None:
+        self._uncommitted = commit
+        self._held.append(logged)
+        commit.add_done_callback(self._committed)
+
+    def _committed(self, commit: asyncio.Future[None]) -> None:
+        """The queued save's commit is known. A run awaiting a save of its own publishes the
+        held events when that returns; otherwise (the agent does something else meanwhile)
+        they are published now, so a stream sees the task at once."""
+        if commit is not self._uncommitted or self._saving or not self._held:
+            return
+        if commit.cancelled() or commit.exception() is not None:
+            # Not on disk: the next event is saved (the whole task), and releases them.
+            self._saved_at = 0.0
+            return
+        releasing = asyncio.ensure_future(self._release_locked())
+        _releasing.add(releasing)
+        releasing.add_done_callback(_releasing.discard)
+
+    async def _release_locked(self) -> None:
+        async with self._lock:
+            commit = self._uncommitted
+            committed = commit is not None and commit.done() and not commit.cancelled() and commit.exception() is None
+            if self._held and committed:
+                await self._release()
+
+    async def _release(self) -> None:
+        """Publish the held events (the save they wait for is committed, or a later one is)."""
+        self._uncommitted = None
+        held, self._held = self._held, []
+        for logged in held:
+            await self._publish(logged)
 
     async def publish_status(self, state: TaskState, message: Message | None) -> None:
         async with self._lock:
@@ -316,7 +409,7 @@ class Run:
             await self._status(state, message)
 
     async def _status(self, state: TaskState, message: Message | None) -> None:
-        await self._materialize()
+        await self._materialize(queue=True)
         task = self.task
         status = TaskStatus(state=state, message=message, timestamp=now_iso())
         task.status = status
@@ -337,7 +430,7 @@ class Run:
     async def publish_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         async with self._lock:
             self._check_open()
-            await self._materialize()
+            await self._materialize(queue=True)
             task = self.task
             task.artifacts = _merge_artifact(task.artifacts or [], artifact, append)
             event = TaskArtifactUpdateEvent(
@@ -374,7 +467,7 @@ class Run:
                 # never saved its task reached nobody else), and they are counted: so a server
                 # on a shared bus sends nothing to it for a plain reply.
                 reply = StreamResponse(message=message)
-                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply, encode_kept(reply)))
+                await self.bus.publish(self.task_id, LoggedEvent(self.record.last_seq, reply))
             self.started.set()
             self.settled.set()
 

@@ -45,7 +45,7 @@ from .context import RequestContext
 from .coordination import LIVENESS_POLL_SECONDS, Coordination, SingleProcessCoordination
 from .events import LoggedEvent, LogReader
 from .execution import Run, now_iso, snapshot
-from .ids import new_id
+from .ids import new_id, new_task_id
 from .push import PushNotifier
 from .store import IdempotencyRecord, InMemoryTaskStore, TaskQuery, TaskRecord, TaskStore
 
@@ -320,7 +320,7 @@ class RequestHandler:
         # skill that owns the task.
         skill = self.agent.select_skill(message, existing_record.task if existing_record else None, req.metadata)
         self._check_input_modes(message, skill)
-        task_id = existing_record.task.id if existing_record else new_id()
+        task_id = existing_record.task.id if existing_record else new_task_id()
         claim = IdempotencyRecord(fingerprint=fingerprint, task_id=task_id)
         previous = await self.store.claim_message(key, claim)
         if previous is not None:
@@ -340,7 +340,10 @@ class RequestHandler:
             # The task exists (saved, the first stream event) before the agent runs, so slow
             # work can be listed, fetched and cancelled at once. Only a skill that may answer
             # with a plain message waits for its first task event (a reply leaves no task).
-            await self._open(run, rc)
+            # A new task's save may be queued: the agent starts at once, and the task is
+            # visible (its events published, ``started`` set) once that save is committed; a
+            # quick agent's last save then merges with it.
+            await self._open(run, rc, queue=existing_record is None)
         run.start(self.agent, rc)
         run.streamed = streamed
         return run, None
@@ -421,7 +424,8 @@ class RequestHandler:
                 history=[message],
                 metadata=_with_owner(req.metadata, skill),
             )
-            record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "")
+            # Fresh: a new id (or one whose claim found no task saved), so no store holds anything under it.
+            record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "", fresh=True)
         run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
@@ -439,10 +443,10 @@ class RequestHandler:
             run.leased = True
             self.coordination.run_started(run.task_id)
 
-    async def _open(self, run: Run, rc: RequestContext) -> None:
-        """Save and announce the run's task before its agent starts."""
+    async def _open(self, run: Run, rc: RequestContext, *, queue: bool) -> None:
+        """Save (or queue the save of) and announce the run's task before its agent starts."""
         try:
-            await run.open()
+            await run.open(queue=queue)
         except asyncio.CancelledError:
             # The caller left while the task was being saved: it may be saved, and nobody
             # knows its id, so it ends CANCELED (a retry then finds that, not a dead run).
@@ -507,7 +511,8 @@ class RequestHandler:
         record = run.record if run is not None else await self.store.get(task_id)
         if record is None or record.owner != ctx.owner or record.tenant != (tenant or ""):
             raise TaskNotFoundError(f"Task not found: {task_id}")
-        if run is not None and not run.materialized:
+        if run is not None and not run.visible:
+            # Not materialized, or its first save is not committed yet: its id was handed to nobody.
             raise TaskNotFoundError(f"Task not found: {task_id}")
         return record
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import os
 import random
+import time
 
-__all__ = ["new_id"]
+__all__ = ["new_id", "new_task_id"]
 
 _generator = random.Random(os.urandom(32))
 
@@ -25,3 +26,13 @@ os.register_at_fork(after_in_child=_reseed)
 
 def new_id() -> str:
     return _generator.randbytes(16).hex()  # half the cost of formatting getrandbits(128)
+
+
+def new_task_id() -> str:
+    """An id like ``new_id`` (32 hex digits) whose first 12 are the milliseconds since the
+    epoch, then 80 random bits: ids made later sort later. A store's index of task ids then
+    grows at its end (a batch of new tasks touches a few pages, which stay cached) instead of
+    at a random place per id (a page each, read from disk once the index outgrows the cache):
+    measured on SQLite, a third less work per task written, and no slowdown as the file grows.
+    It tells when the task was made, which its status timestamp tells anyway."""
+    return f"{time.time_ns() // 1_000_000:012x}{_generator.randbytes(10).hex()}"

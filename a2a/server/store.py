@@ -54,6 +54,9 @@ class TaskRecord:
     tenant: str = ""
     #: Sequence number of the last stream event published for this task (for resumable streams).
     last_seq: int = 0
+    #: Made by this process for a new task id, and not saved yet: no store holds anything
+    #: under its id (a store may skip clearing what an earlier save left; it clears the flag).
+    fresh: bool = False
 
 
 @dataclass(slots=True)
@@ -137,6 +140,13 @@ class TaskStore(abc.ABC):
     @abc.abstractmethod
     async def save(self, record: TaskRecord) -> None:
         """Insert or replace the task. Called after every change the handler makes."""
+
+    def queue_save(self, record: TaskRecord) -> asyncio.Future[None] | None:
+        """Queue a save of the task as it is now, without waiting: the future is done once it
+        is committed (or failed). A store that groups writes commits it with the next save
+        awaited (merged into it when that save is of the same task), and never later than
+        that. ``None``: this store does not queue (the caller awaits ``save``)."""
+        return None
 
     @abc.abstractmethod
     async def list(self, query: TaskQuery) -> TaskPage:

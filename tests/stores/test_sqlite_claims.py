@@ -69,6 +69,20 @@ async def test_a_claim_is_committed_with_its_tasks_first_save(tmp_path: Path) ->
         await store.close()
 
 
+async def test_a_claim_is_committed_with_its_tasks_queued_first_save(tmp_path: Path) -> None:
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    try:
+        assert await store.claim_message(("a", "", "m1#f"), IdempotencyRecord("f", task_id="t1")) is None
+        record = _task("t1")
+        record.fresh = True
+        commit = store.queue_save(record)
+        assert commit is not None
+        await commit
+        assert [(m, t) for m, t, _ in _rows(tmp_path / "tasks.db")] == [("m1#f", "t1")]
+    finally:
+        await store.close()
+
+
 async def test_a_claim_nothing_depended_on_is_not_kept(tmp_path: Path) -> None:
     store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
     try:

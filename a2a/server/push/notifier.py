@@ -293,6 +293,11 @@ class PushNotifier:
 
     # ---- events -------------------------------------------------------------------------
 
+    def wants(self, task_id: str) -> bool:
+        """Whether ``notify`` may have work for the task's events (``False`` is certain: the
+        publisher then skips the call, and the event need not be encoded for push)."""
+        return self.store.may_have_configs(task_id)
+
     async def notify(self, task_id: str, event: LoggedEvent) -> None:
         """Queue ``event`` (durably, in the store) for every live config of the task and wake
         their workers. Call it once per event, in ``seq`` order, awaiting each call (as the

@@ -110,6 +110,11 @@ class SQLitePushStore(PushStore):
             dialect=dialect,
         )
 
+    def may_have_configs(self, task_id: str) -> bool:
+        # Alone on the file, the index of tasks with configs answers without I/O; otherwise
+        # ``enqueue`` asks the file.
+        return not self.exclusive or self._may_have_configs(task_id)
+
     def _may_have_configs(self, task_id: str) -> bool:
         """Whether ``task_id`` may have a live config (``False`` is certain)."""
         if self.exclusive:

@@ -105,6 +105,11 @@ class PushStore(abc.ABC):
 
     # ---- deliveries ---------------------------------------------------------------------
 
+    def may_have_configs(self, task_id: str) -> bool:
+        """Whether the task may have a live config, answered at once (no I/O): ``False`` is
+        certain, and lets the publisher skip the event's push work (and its encoding)."""
+        return True
+
     @abc.abstractmethod
     async def enqueue(self, task_id: str, seq: int, body: bytes, *, max_pending: int) -> list[Enqueued]:
         """Queue event ``seq`` for every config of the task that is not failed, atomically per
@@ -180,6 +185,9 @@ class InMemoryPushStore(PushStore):
             self._configs.pop(task_id, None)
         self._queues.pop((task_id, config_id), None)
         return found is not None
+
+    def may_have_configs(self, task_id: str) -> bool:
+        return task_id in self._configs
 
     async def enqueue(self, task_id: str, seq: int, body: bytes, *, max_pending: int) -> list[Enqueued]:
         queued: list[Enqueued] = []

@@ -7,7 +7,9 @@ survives the server process being killed (SIGKILL, crash) but a power loss may l
 transactions; ``durability="full"`` (``synchronous=FULL``) survives power loss too, at the cost
 of one fsync per batch. ``save`` returns once its batch is committed, and the handler tells
 nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
-Saves of one task in one batch are merged (the last carries the whole state).
+Saves of one task in one batch are merged (the last carries the whole state). A new task's
+first save may be queued (``queue_save``): the handler holds the task's events until it is
+committed, and a quick task's last save, awaited in the same batch, replaces it (one write).
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
@@ -35,7 +37,7 @@ import logging
 import math
 import sqlite3
 import time
-from collections.abc import Awaitable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal, TypeVar
@@ -132,6 +134,13 @@ def _migrate(conn: sqlite3.Connection) -> None:
     # Replaced by the partial index ``tasks_active`` (kept up only while a task runs).
     conn.execute("DROP INDEX IF EXISTS tasks_by_state")
 
+
+_UPSERT_TASK = (
+    "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
+    "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
+    "context_id=excluded.context_id, state=excluded.state, ts=excluded.ts, "
+    "last_seq=excluded.last_seq, body=excluded.body"
+)
 
 _UPSERT_MESSAGE = (
     "INSERT INTO messages (owner, tenant, message_id, fingerprint, task_id, message, at) "
@@ -321,11 +330,60 @@ class SQLiteTaskStore(TaskStore):
         return self._records(rows, parts)[0] if rows else None
 
     async def save(self, record: TaskRecord) -> None:
+        if self._unwritten:
+            self._write_claims_of(record.task.id)  # queued first: committed in the same batch
+        write, key = self._prepare(record)
+        try:
+            await self._db.write(write, key=key)
+        except BaseException:
+            self._shapes.pop(record.task.id, None)  # what is on disk is unknown: the next save rewrites it
+            raise
+
+    def queue_save(self, record: TaskRecord) -> asyncio.Future[None] | None:
+        """Queued (``SQLiteWorker.defer``) under the task's key, so that a save of the task
+        awaited in the same batch replaces it: one write. Only a save that is its row alone
+        (a small task, nothing to delete) is queued; any other is awaited (``None``)."""
+        if not self._row_only(record):
+            return None
+        task_id = record.task.id
+        if self._unwritten:
+            self._write_claims_of(task_id)  # queued first: committed in the same batch
+        write: Callable[[sqlite3.Connection], None]
+        if self._db.inline:
+            # Prepared when its batch runs (on this thread, between two steps of the loop, with
+            # the task as it is then: still its whole state in one write): a save of the task
+            # awaited in the same batch replaces it unprepared, so a quick task's first save
+            # costs no encoding at all.
+            def write(conn: sqlite3.Connection) -> None:
+                self._prepare(record)[0](conn)
+
+        else:
+            # The batch runs on the writer thread: encoded now, on the loop (see ``_prepare``).
+            write = self._prepare(record)[0]
+        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id))
+
+        def committed(done: asyncio.Future[None]) -> None:
+            if done.cancelled() or done.exception() is not None:
+                self._shapes.pop(task_id, None)  # as in ``save``
+
+        commit.add_done_callback(committed)
+        return commit
+
+    def _row_only(self, record: TaskRecord) -> bool:
+        """Whether ``_split`` would write the task's row alone (see it)."""
+        task = record.task
+        if len(task.history or ()) + sum(len(a.parts) for a in task.artifacts or ()) > INLINE_ITEMS:
+            return False
+        shape = self._shapes.get(task.id)
+        return record.fresh if shape is None else not shape.split
+
+    def _prepare(self, record: TaskRecord) -> tuple[Callable[[sqlite3.Connection], None], tuple[str, str] | None]:
+        """The write of a save (encoded now, on the loop, so later changes to the task cannot
+        race it) and its merge key (``None``: never merged away)."""
         self._started()
         task = record.task
-        if self._unwritten:
-            self._write_claims_of(task.id)
-        skeleton, parts, replace_parts = self._split(task)
+        skeleton, parts, replace_parts = self._split(task, fresh=record.fresh)
+        record.fresh = False  # a write of it is queued now
         values = (
             task.id,
             record.owner,
@@ -334,39 +392,30 @@ class SQLiteTaskStore(TaskStore):
             task.status.state.value,
             task.status.timestamp or "",
             record.last_seq,
-            encode(skeleton),  # encoded here, on the loop, so later changes to ``task`` cannot race it
+            encode(skeleton),
         )
 
         def write_task(conn: sqlite3.Connection) -> None:
-            conn.execute(
-                "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT(id) DO UPDATE SET "
-                "context_id=excluded.context_id, state=excluded.state, ts=excluded.ts, "
-                "last_seq=excluded.last_seq, body=excluded.body",
-                values,
-            )
+            conn.execute(_UPSERT_TASK, values)
+
+        if not (parts or replace_parts):
+            # Saves of one task in one batch: the last one (the task as it is now) is written.
+            return write_task, ("task", task.id)
+        task_id = task.id
 
         def write_all(conn: sqlite3.Connection) -> None:
             if replace_parts:
-                conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task.id,))
+                conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task_id,))
             conn.executemany(
                 "INSERT INTO task_parts (task_id, artifact_id, parts) VALUES (?, ?, ?)",
-                [(task.id, artifact_id, blob) for artifact_id, blob in parts],
+                [(task_id, artifact_id, blob) for artifact_id, blob in parts],
             )
             write_task(conn)
 
-        try:
-            if parts or replace_parts:
-                # Appended parts are rows of their own, in order: this write is never merged away.
-                await self._db.write(write_all)
-            else:
-                # Saves of one task in one batch: the last one (the task as it is now) is written.
-                await self._db.write(write_task, key=("task", task.id))
-        except BaseException:
-            self._shapes.pop(task.id, None)  # what is on disk is unknown: the next save rewrites it
-            raise
+        # Appended parts are rows of their own, in order: this write is never merged away.
+        return write_all, None
 
-    def _split(self, task: Task) -> tuple[Task, list[tuple[str | None, bytes]], bool]:
+    def _split(self, task: Task, *, fresh: bool = False) -> tuple[Task, list[tuple[str | None, bytes]], bool]:
         """The task's row (the task without its history and its artifacts' parts), the rows to
         append (``None`` for history messages or an artifact id for its parts, with the encoded
         list) and whether they replace every appended row of the task.
@@ -380,7 +429,8 @@ class SQLiteTaskStore(TaskStore):
 
         A small task (at most ``INLINE_ITEMS`` messages and parts) is written whole in its row:
         rewriting it costs less than rows of its own. Rows an earlier save (or run) may have
-        left are then deleted, unless this store knows there are none."""
+        left are then deleted, unless this store knows there are none (it saved the task whole
+        before, or the task is ``fresh``: never saved anywhere)."""
         lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
         lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         shape = self._shapes.get(task.id)
@@ -390,7 +440,7 @@ class SQLiteTaskStore(TaskStore):
                 self._shapes.pop(task.id, None)
             else:
                 self._shapes[task.id] = _INLINE
-            return task, [], shape is None or shape.split
+            return task, [], (shape is None and not fresh) or (shape is not None and shape.split)
         appended: list[tuple[str | None, bytes]] = []
         # First save here, a task written whole so far, or a list removed: every row anew.
         full = shape is None or not shape.split or len(shape.lists) > len(lists)
