@@ -19,10 +19,12 @@ is one line, written when it closes.
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
-from typing import TextIO
+from collections.abc import Awaitable, Callable, Generator, Sequence
+from typing import Any, TextIO
 
 from aiohttp import web
 
@@ -54,30 +56,31 @@ class ExchangeLayer:
                 return name
         return "-"
 
-    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+    def __call__(self, request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
+        # Not a coroutine: the answer is awaited through an ``_Answering`` object, which ends
+        # the exchange when the handler's coroutine ends. A coroutine here would keep its frame
+        # (and everything it refers to) for as long as the answer takes: a whole SSE stream.
         started = time.perf_counter()
         exchange = Exchange(self._binding(request.path))
         if "Upgrade" in request.headers:
             # A connection carries many calls: its line names none of them (the metrics do).
             exchange.operation = "-"
         token = EXCHANGE.set(exchange)
-        status = 500
         try:
-            response = await handler(request)
-            status = response.status
-            return response
-        except web.HTTPException as exc:
-            status = exc.status
-            raise
-        except asyncio.CancelledError:
-            status = CLIENT_CLOSED
-            raise
-        finally:
+            answer = handler(request)
+        except BaseException as exc:
+            # Refused before any awaiting (a 404, a 405): ended here, as the handler would.
             EXCHANGE.reset(token)
-            if self._metrics is not None:
-                self._metrics.http.inc((str(status),))
-            if self._log and log.isEnabledFor(logging.INFO):
-                self._write(request, exchange, status, (time.perf_counter() - started) * 1000.0)
+            self._end(request, exchange, started, _status_of(exc))
+            raise
+        return _Answering(self, request, exchange, started, token, answer.__await__())
+
+    def _end(self, request: web.Request, exchange: Exchange, started: float, status: int) -> None:
+        """Count the answer's status and write its line."""
+        if self._metrics is not None:
+            self._metrics.http.inc((str(status),))
+        if self._log and log.isEnabledFor(logging.INFO):
+            self._write(request, exchange, status, (time.perf_counter() - started) * 1000.0)
 
     @staticmethod
     def _write(request: web.Request, exchange: Exchange, status: int, millis: float) -> None:
@@ -124,6 +127,83 @@ class ExchangeLayer:
         # calling source line: that lookup was a third of the line's cost, for a location that
         # is always this one.
         log.handle(log.makeRecord(ACCESS_LOGGER, logging.INFO, __file__, 0, _LINE, args, None, None, fields))
+
+
+def _status_of(exc: BaseException) -> int:
+    """The status an answer that ended in ``exc`` is logged with."""
+    if isinstance(exc, web.HTTPException):
+        return exc.status
+    if isinstance(exc, asyncio.CancelledError):
+        return CLIENT_CLOSED
+    return 500
+
+
+class _Answering(Generator[Any, None, web.StreamResponse]):
+    """The handler's answer, awaited through the access layer: hands every resumption to the
+    handler's coroutine, and when that ends (a response, an exception, a cancellation) resets
+    the request's exchange and has the layer count and log it. An object of a few slots where a
+    coroutine of the layer would keep its frame for as long as the answer lasts (an open stream:
+    about half a KiB each)."""
+
+    __slots__ = ("_answer", "_exchange", "_layer", "_request", "_started", "_token")
+
+    def __init__(
+        self,
+        layer: ExchangeLayer,
+        request: web.Request,
+        exchange: Exchange,
+        started: float,
+        token: contextvars.Token[Exchange | None],
+        answer: Generator[Any, None, web.StreamResponse],
+    ) -> None:
+        self._layer: ExchangeLayer | None = layer
+        self._request = request
+        self._exchange = exchange
+        self._started = started
+        self._token = token
+        self._answer = answer
+
+    def __await__(self) -> Generator[Any, None, web.StreamResponse]:
+        return self
+
+    def __next__(self) -> Any:
+        return self.send(None)
+
+    def send(self, value: Any) -> Any:
+        try:
+            return self._answer.send(value)
+        except StopIteration as stop:
+            self._end(stop.value.status)
+            raise
+        except BaseException as exc:
+            self._end(_status_of(exc))
+            raise
+
+    def throw(self, *args: Any) -> Any:
+        try:
+            return self._answer.throw(*args)
+        except StopIteration as stop:
+            self._end(stop.value.status)
+            raise
+        except BaseException as exc:
+            self._end(_status_of(exc))
+            raise
+
+    def close(self) -> None:
+        """Closed before its end (its awaiter was closed): ended as an answer that failed."""
+        try:
+            self._answer.close()
+        finally:
+            self._end(500)
+
+    def _end(self, status: int) -> None:
+        layer = self._layer
+        if layer is None:
+            return
+        self._layer = None
+        with contextlib.suppress(ValueError):  # closed from another context: nothing to restore
+            EXCHANGE.reset(self._token)
+        layer._end(self._request, self._exchange, self._started, status)
 
 
 class AccessLogHandler(logging.Handler):
