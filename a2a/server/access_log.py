@@ -23,7 +23,8 @@ import contextlib
 import contextvars
 import logging
 import time
-from collections.abc import Awaitable, Callable, Generator, Sequence
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Sequence
+from types import CoroutineType
 from typing import Any, TextIO
 
 from aiohttp import web
@@ -73,7 +74,9 @@ class ExchangeLayer:
             EXCHANGE.reset(token)
             self._end(request, exchange, started, _status_of(exc))
             raise
-        return _Answering(self, request, exchange, started, token, answer.__await__())
+        # A coroutine (the usual answer) is driven as is, without the wrapper its ``__await__`` makes.
+        steps = answer if type(answer) is CoroutineType else answer.__await__()
+        return _Answering(self, request, exchange, started, token, steps)
 
     def _end(self, request: web.Request, exchange: Exchange, started: float, status: int) -> None:
         """Count the answer's status and write its line."""
@@ -154,7 +157,7 @@ class _Answering(Generator[Any, None, web.StreamResponse]):
         exchange: Exchange,
         started: float,
         token: contextvars.Token[Exchange | None],
-        answer: Generator[Any, None, web.StreamResponse],
+        answer: Generator[Any, None, web.StreamResponse] | Coroutine[Any, None, web.StreamResponse],
     ) -> None:
         self._layer: ExchangeLayer | None = layer
         self._request = request
