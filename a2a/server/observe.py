@@ -4,7 +4,7 @@ operation's name and caller for the access log line of the HTTP request that car
 ``RequestHandler`` calls an ``Observer`` only when it has one (``handler.observer``); with no
 tracing, no metrics and no access log there is none, and the handler's paths are as before.
 The HTTP request being served (``Exchange``) is found through a context variable that the
-access layer (``access_log.exchange_middleware``) sets: the handler never sees HTTP requests,
+access layer (``access_log.ExchangeLayer``) sets: the handler never sees HTTP requests,
 and calls carried by a WebSocket connection inherit its upgrade request's exchange.
 """
 

@@ -3,9 +3,11 @@ JSON lines with ``--log-format json``; nothing at all when it is off."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
+import re
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -16,7 +18,7 @@ import pytest
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, ServerConfig
 from a2a.server.json_logs import JsonFormatter
-from tests.conftest import EXAMPLES
+from tests.conftest import EXAMPLES, load_example
 
 SECRET = "tok-very-secret-123"
 
@@ -175,3 +177,80 @@ async def test_the_serve_handler_batches_lines_as_the_default_format_writes_them
     handler.handle(record)
     handler.close()
     assert stream.getvalue() == expected * 6
+
+
+def _stream_call(text: str) -> dict[str, object]:
+    message = {"messageId": f"m-{text}", "role": "ROLE_USER", "parts": [{"text": text}]}
+    return {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": message}}
+
+
+async def _access_lines(caplog: pytest.LogCaptureFixture, count: int) -> list[logging.LogRecord]:
+    """The access lines once there are ``count`` of them (a line is written when its answer
+    ends, which for a stream the client left is when the server notices)."""
+    for _ in range(500):  # a hang guard, not a timing assertion
+        if len(_lines(caplog)) >= count:
+            break
+        await asyncio.sleep(0.01)
+    return _lines(caplog)
+
+
+@pytest.fixture
+async def echo_logged() -> AsyncIterator[A2AServer]:
+    config = ServerConfig(port=0, access_log=True, metrics=True)
+    async with A2AServer(load_example("echo_agent.py"), config=config) as running:
+        yield running
+
+
+async def test_a_stream_is_one_line_when_it_ends_with_its_status_and_operation(
+    echo_logged: A2AServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    headers = {"A2A-Version": "1.0", "Accept": "text/event-stream"}
+    async with aiohttp.ClientSession() as session:
+        async with session.post(f"{echo_logged.url}/a2a/jsonrpc", json=_stream_call("hold:1"), headers=headers) as r:
+            assert r.status == 200
+            # Not logged before the stream's end: the line's status and duration are the whole answer's.
+            await r.content.readuntil(b"\n\n")
+            assert _lines(caplog) == []
+            body = await r.read()
+        assert b"TASK_STATE_COMPLETED" in body
+    [line] = await _access_lines(caplog, 1)
+    shown = (line.http_method, line.path, line.status, line.operation, line.binding)  # type: ignore[attr-defined]
+    assert shown == ("POST", "/a2a/jsonrpc", 200, "SendStreamingMessage", "JSONRPC")
+    assert line.duration_ms >= 0  # type: ignore[attr-defined]
+
+
+async def test_a_stream_the_client_left_is_logged_499_and_counted(
+    echo_logged: A2AServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    headers = {"A2A-Version": "1.0", "Accept": "text/event-stream"}
+    async with aiohttp.ClientSession() as session:
+        response = await session.post(f"{echo_logged.url}/a2a/jsonrpc", json=_stream_call("hold:60"), headers=headers)
+        assert response.status == 200
+        await response.content.readuntil(b"\n\n")  # the task is working: the stream is open
+        assert _lines(caplog) == []
+        response.close()  # the client goes away before the answer's end
+        [line] = await _access_lines(caplog, 1)
+    assert (line.status, line.operation, line.binding) == (499, "SendStreamingMessage", "JSONRPC")  # type: ignore[attr-defined]
+    async with httpx.AsyncClient(base_url=echo_logged.url or "") as http:
+        exposition = (await http.get("/metrics")).text
+    assert re.search(r'^a2a_http_responses_total\{[^}]*"499"[^}]*\} 1(\.0)?$', exposition, re.M), exposition
+
+
+async def test_a_refusal_before_any_handler_is_one_line_and_the_next_request_has_its_own(
+    server: A2AServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A 404 or 405 is refused as the request is routed (nothing awaited yet); the request
+    after it on the same connection is a line of its own (the exchange was reset)."""
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with httpx.AsyncClient(base_url=server.url or "") as http:
+        await http.get("/missing")
+        await http.get("/a2a/jsonrpc")
+        await http.get("/.well-known/agent-card.json")
+    shown = [(r.path, r.status, r.operation, r.binding) for r in _lines(caplog)]  # type: ignore[attr-defined]
+    assert shown == [
+        ("/missing", 404, "-", "-"),
+        ("/a2a/jsonrpc", 405, "-", "JSONRPC"),
+        ("/.well-known/agent-card.json", 200, "-", "-"),
+    ]
