@@ -26,6 +26,7 @@ from a2a.types import (
     TaskState,
 )
 from tests.conftest import load_example
+from tests.fakes.held_agent import held_agent
 
 NOBODY = CallContext()
 pytestmark = pytest.mark.timeout(30)
@@ -153,17 +154,7 @@ async def test_a_queued_save_committed_alone_writes_the_whole_task(tmp_path: Pat
     runs; an agent that then waits leaves it alone in its batch: it writes the task as it is."""
     store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
     assert store._db.inline
-    agent = Agent("Held", "publishes a chunk, then waits")
-    go = asyncio.Event()
-    published = asyncio.Event()
-
-    @agent.skill(tags=["test"], replies=True)
-    async def act(ctx: RequestContext) -> None:
-        await ctx.artifact("chunk", artifact_id="a")
-        published.set()
-        await go.wait()
-        await ctx.complete()
-
+    agent, published, go = held_agent()
     handler = RequestHandler(agent, store)
     await handler.start()
     try:

@@ -28,6 +28,7 @@ from a2a.types import (
     TaskState,
     TaskStatusUpdateEvent,
 )
+from tests.fakes.held_agent import held_agent
 
 NOBODY = CallContext()
 pytestmark = pytest.mark.timeout(20)
@@ -60,23 +61,6 @@ class HeldStore(InMemoryTaskStore):
     async def save(self, record: TaskRecord) -> None:
         self.commit()
         await super().save(record)
-
-
-def held_agent() -> tuple[Agent, asyncio.Event, asyncio.Event]:
-    """A skill that may reply (so its task is made lazily, at its first task event), publishes
-    an artifact chunk, then waits for ``go`` before it completes."""
-    agent = Agent("Held", "publishes, then waits")
-    published = asyncio.Event()
-    go = asyncio.Event()
-
-    @agent.skill(tags=["test"], replies=True)
-    async def act(ctx: RequestContext) -> None:
-        await ctx.artifact("chunk", artifact_id="a")
-        published.set()
-        await go.wait()
-        await ctx.complete()
-
-    return agent, published, go
 
 
 def send(text: str = "go") -> SendMessageRequest:
