@@ -72,8 +72,12 @@ class InMemoryEventBus(EventBus):
         return event_log
 
     async def publish(self, task_id: str, logged: LoggedEvent) -> None:
-        self._log(task_id, logged.seq).append(logged)
-        if is_final(logged):
+        # ``_log`` and ``is_final`` written out: every event of every task passes here.
+        event_log = self._logs.get(task_id)
+        if event_log is None:
+            event_log = self._logs[task_id] = EventLog(first_seq=logged.seq)
+        event_log.append(logged)
+        if ends_stream(logged.event, until_terminal=True):
             self._finished[task_id] = time.monotonic() + self.retention
             self._finished.move_to_end(task_id)
             # Only here: finished logs are what expire, and a task's other events need no look.

@@ -74,12 +74,14 @@ class EventLog:
 
     def append(self, logged: LoggedEvent) -> None:
         """Add an event numbered elsewhere; numbering must continue without a gap."""
-        if not self._events:
+        events = self._events
+        if not events:
             self._first_seq = logged.seq
-        elif logged.seq != self.next_seq:
+        elif logged.seq != self._first_seq + len(events):
             raise ValueError(f"event seq {logged.seq} does not follow {self.next_seq - 1}")
-        self._events.append(logged)
-        self._wake()
+        events.append(logged)
+        if self._waiters:  # most logs have no reader (a blocking send): no call for them
+            self._wake()
 
     def close(self) -> None:
         """No more events will come (server shutdown, or the task is gone): readers finish."""
