@@ -252,6 +252,8 @@ class SQLiteTaskStore(TaskStore):
         self._history_decoder = decoder_for(list[Message])
         #: Per task saved here and not ended: what its part rows hold (see ``_split``).
         self._shapes: dict[str, _Shape] = {}
+        #: Inline writer only: the saves queued (``queue_save``) whose batch has not run yet.
+        self._queued: dict[str, asyncio.Future[None]] = {}
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -341,15 +343,24 @@ class SQLiteTaskStore(TaskStore):
         rows, parts = self._db.read_now(query)
         return self._records(rows, parts)[0] if rows else None
 
-    async def save(self, record: TaskRecord) -> None:
+    def save(self, record: TaskRecord) -> Awaitable[None]:
+        """The write's future (no coroutine of its own: every change of a task is saved)."""
+        task_id = record.task.id
         if self._unwritten:
-            self._write_claims_of(record.task.id)  # queued first: committed in the same batch
+            self._write_claims_of(task_id)  # queued first: committed in the same batch
+        queued = self._queued.get(task_id)
+        if queued is not None:
+            # A save of the task queued (``queue_save``) and not run yet: it is prepared when its
+            # batch runs, so it writes the task as it is then, this change included. That write
+            # is this save (a quick task's first and last save: one write, prepared once).
+            return queued
+
+        def saved(error: BaseException | None) -> None:
+            if error is not None:
+                self._shapes.pop(task_id, None)  # what is on disk is unknown: the next save rewrites it
+
         write, key = self._prepare(record)
-        try:
-            await self._db.write(write, key=key)
-        except BaseException:
-            self._shapes.pop(record.task.id, None)  # what is on disk is unknown: the next save rewrites it
-            raise
+        return self._db.submit(write, key=key, on_commit=saved)
 
     def queue_save(self, record: TaskRecord) -> asyncio.Future[None] | None:
         """Queued (``SQLiteWorker.defer``) under the task's key, so that a save of the task
@@ -363,22 +374,26 @@ class SQLiteTaskStore(TaskStore):
         write: Callable[[sqlite3.Connection], None]
         if self._db.inline:
             # Prepared when its batch runs (on this thread, between two steps of the loop, with
-            # the task as it is then: still its whole state in one write): a save of the task
-            # awaited in the same batch replaces it unprepared, so a quick task's first save
-            # costs no encoding at all.
+            # the task as it is then: still its whole state in one write); until then a save of
+            # the task is this write (see ``save``), so a quick task is encoded once.
             def write(conn: sqlite3.Connection) -> None:
+                if self._queued.get(task_id) is commit:
+                    del self._queued[task_id]  # running: a later save is a write of its own
                 self._prepare(record)[0](conn)
 
         else:
             # The batch runs on the writer thread: encoded now, on the loop (see ``_prepare``).
             write = self._prepare(record)[0]
-        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id))
 
-        def committed(done: asyncio.Future[None]) -> None:
-            if done.cancelled() or done.exception() is not None:
+        def committed(error: BaseException | None) -> None:
+            if self._queued.get(task_id) is commit:
+                del self._queued[task_id]  # merged into a later save, or failed
+            if error is not None:
                 self._shapes.pop(task_id, None)  # as in ``save``
 
-        commit.add_done_callback(committed)
+        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id), on_commit=committed)
+        if self._db.inline:
+            self._queued[task_id] = commit
         return commit
 
     def _row_only(self, record: TaskRecord) -> bool:
@@ -613,16 +628,15 @@ class SQLiteTaskStore(TaskStore):
             self._keys_written.append(key)
         # Seen by later claims until it is committed (then the lookup finds it on disk).
         pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
-        future = self._db.defer(write, key=("message", key))
 
-        def committed(done: asyncio.Future[Any]) -> None:
+        def committed(_error: BaseException | None) -> None:
             if self._pending_claims.get(key) is pending:
                 del self._pending_claims[key]
-            if not done.cancelled():
-                done.exception()  # reported by the worker's log when nobody waits
 
-        future.add_done_callback(committed)
-        return future if wait else None
+        if not wait:
+            self._db.post(write, key=("message", key), on_commit=committed)
+            return None
+        return self._db.defer(write, key=("message", key), on_commit=committed)
 
     async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
         pending = self._pending_claims.get(key)
