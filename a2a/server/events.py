@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable
 
 from ..protocol.codec import encode_kept
-from ..types import StreamResponse, TaskState, UnsetType
+from ..types import INTERRUPTED_STATES, TERMINAL_STATES, StreamResponse, TaskState, UnsetType
 
 __all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
@@ -51,7 +51,8 @@ def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
         state = event.status_update.status.state
     elif not isinstance(event.task, UnsetType):
         state = event.task.status.state
-    return state is not None and (state.is_terminal or (state.is_interrupted and not until_terminal))
+    # Set lookups rather than the enum's properties (a call each): every event is judged here.
+    return state is not None and (state in TERMINAL_STATES or (not until_terminal and state in INTERRUPTED_STATES))
 
 
 class EventLog:

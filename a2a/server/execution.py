@@ -41,6 +41,7 @@ from .bus import EventBus
 from .events import LoggedEvent
 from .latch import Latch
 from .push import PushNotifier
+from .run_lock import RunLock
 from .store import DONE, IdempotencyRecord, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -150,7 +151,7 @@ class Run:
         self.materialized = materialized
         self._idem_key = idempotency_key
         self._idem = idempotency
-        self._lock = asyncio.Lock()
+        self._lock = RunLock()
         #: Set when the first answer exists: the task is visible, or a plain message replied.
         self.started = Latch()
         #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).

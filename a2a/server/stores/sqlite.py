@@ -80,6 +80,8 @@ SWEEP_CHUNK = 500
 MAX_UNWRITTEN_CLAIMS = 10_000
 
 _TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
+#: A state's column text (a dict lookup: ``.value`` is two Python calls, and every save asks).
+_STATE_TEXT = {state: state.value for state in TaskState}
 _ENDED = tuple(s for s in TaskState if s.is_terminal)
 #: Written out (not bound): SQLite uses a partial index only for the very same condition.
 _ACTIVE_SQL = ", ".join(sorted(f"'{s.value}'" for s in ACTIVE_STATES))
@@ -179,6 +181,15 @@ _INLINE = _Shape({}, 0, split=False)
 
 #: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
 _PartRows = dict[str, list[tuple[str | None, bytes]]]
+
+
+def _items(task: Task) -> int:
+    """How many history messages and artifact parts the task has (a loop, not ``sum`` over a
+    generator: asked at every save)."""
+    count = len(task.history) if task.history else 0
+    for artifact in task.artifacts or ():
+        count += len(artifact.parts)
+    return count
 
 
 def _parts_of(conn: sqlite3.Connection, task_ids: Sequence[str]) -> _PartRows:
@@ -399,7 +410,7 @@ class SQLiteTaskStore(TaskStore):
     def _row_only(self, record: TaskRecord) -> bool:
         """Whether ``_split`` would write the task's row alone (see it)."""
         task = record.task
-        if len(task.history or ()) + sum(len(a.parts) for a in task.artifacts or ()) > INLINE_ITEMS:
+        if _items(task) > INLINE_ITEMS:
             return False
         shape = self._shapes.get(task.id)
         return record.fresh if shape is None else not shape.split
@@ -416,7 +427,7 @@ class SQLiteTaskStore(TaskStore):
             record.owner,
             record.tenant,
             task.context_id,
-            task.status.state.value,
+            _STATE_TEXT[task.status.state],
             task.status.timestamp or "",
             record.last_seq,
             encode(skeleton),
@@ -458,16 +469,16 @@ class SQLiteTaskStore(TaskStore):
         rewriting it costs less than rows of its own. Rows an earlier save (or run) may have
         left are then deleted, unless this store knows there are none (it saved the task whole
         before, or the task is ``fresh``: never saved anywhere)."""
-        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
-        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         shape = self._shapes.get(task.id)
         ended = task.status.state in _ENDED  # identity hits: cheaper than the enum's hash
-        if sum(len(items) for _, items in lists) <= INLINE_ITEMS:
+        if _items(task) <= INLINE_ITEMS:
             if ended:
                 self._shapes.pop(task.id, None)
             else:
                 self._shapes[task.id] = _INLINE
             return task, [], (shape is None and not fresh) or (shape is not None and shape.split)
+        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
+        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         appended: list[tuple[str | None, bytes]] = []
         # First save here, a task written whole so far, or a list removed: every row anew.
         full = shape is None or not shape.split or len(shape.lists) > len(lists)
