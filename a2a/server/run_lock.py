@@ -15,21 +15,9 @@ from collections import deque
 from collections.abc import Awaitable
 from types import TracebackType
 
+from . import latch
+
 __all__ = ["RunLock"]
-
-#: A future that is done, awaited where nothing has to wait. Awaiting a done future needs no
-#: Python frame (unlike a coroutine or a generator) and never touches its loop, so one serves
-#: every loop; it is made on first use, when a loop is running.
-_done: asyncio.Future[None] | None = None
-
-
-def _ready() -> asyncio.Future[None]:
-    global _done
-    if _done is None:
-        done: asyncio.Future[None] = asyncio.get_running_loop().create_future()
-        done.set_result(None)
-        _done = done
-    return _done
 
 
 class RunLock:
@@ -45,7 +33,7 @@ class RunLock:
     def __aenter__(self) -> Awaitable[None]:
         if not self._locked and not self._waiters:
             self._locked = True
-            return _ready()
+            return latch._done or latch.done()  # the made one without a call
         return self._acquire()
 
     def __aexit__(
@@ -56,7 +44,7 @@ class RunLock:
         self._locked = False
         if self._waiters:
             self._wake_first()
-        return _ready()
+        return latch._done or latch.done()
 
     async def _acquire(self) -> None:
         waiters = self._waiters
