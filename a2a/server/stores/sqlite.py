@@ -637,8 +637,12 @@ class SQLiteTaskStore(TaskStore):
             self._keys.add(key)
         if self._keys_written is not None:
             self._keys_written.append(key)
-        # Seen by later claims until it is committed (then the lookup finds it on disk).
-        pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        # Seen by later claims until it is committed (then the lookup finds it on disk): the
+        # store's own copy (a claim written with its task's first save is that copy already).
+        pending = record
+        if claimed_for is None or self._pending_claims.get(key) is not record:
+            pending = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        self._pending_claims[key] = pending
 
         def committed(_error: BaseException | None) -> None:
             if self._pending_claims.get(key) is pending:
