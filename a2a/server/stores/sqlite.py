@@ -357,7 +357,7 @@ class SQLiteTaskStore(TaskStore):
     def save(self, record: TaskRecord) -> Awaitable[None]:
         """The write's future (no coroutine of its own: every change of a task is saved)."""
         task_id = record.task.id
-        if self._unwritten:
+        if task_id in self._unwritten_of_task:
             self._write_claims_of(task_id)  # queued first: committed in the same batch
         queued = self._queued.get(task_id)
         if queued is not None:
@@ -380,7 +380,7 @@ class SQLiteTaskStore(TaskStore):
         if not self._row_only(record):
             return None
         task_id = record.task.id
-        if self._unwritten:
+        if task_id in self._unwritten_of_task:
             self._write_claims_of(task_id)  # queued first: committed in the same batch
         write: Callable[[sqlite3.Connection], None]
         if self._db.inline:
