@@ -9,7 +9,8 @@ of one fsync per batch. ``save`` returns once its batch is committed, and the ha
 nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
 Saves of one task in one batch are merged (the last carries the whole state). A new task's
 first save may be queued (``queue_save``): the handler holds the task's events until it is
-committed, and a quick task's last save, awaited in the same batch, replaces it (one write).
+committed, and a quick task's last save, made before that batch runs, is that very write (with
+the loop's own writer, which prepares it when the batch runs; else it replaces it): one write.
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
