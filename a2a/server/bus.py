@@ -13,8 +13,9 @@ from __future__ import annotations
 import abc
 import time
 from collections import OrderedDict
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable
 
+from . import latch
 from .events import EventLog, LoggedEvent, ends_stream
 
 __all__ = ["DEFAULT_RETENTION_SECONDS", "EventBus", "InMemoryEventBus", "is_final"]
@@ -25,8 +26,9 @@ DEFAULT_RETENTION_SECONDS = 300.0
 
 class EventBus(abc.ABC):
     @abc.abstractmethod
-    async def publish(self, task_id: str, logged: LoggedEvent) -> None:
-        """Append one event (its ``seq`` is one more than the last) and wake the followers."""
+    def publish(self, task_id: str, logged: LoggedEvent) -> Awaitable[None]:
+        """Append one event (its ``seq`` is one more than the last) and wake the followers.
+        (An ``async def`` fits; a bus that needs no I/O returns something already done.)"""
 
     @abc.abstractmethod
     def follow(self, task_id: str, from_seq: int, *, until_terminal: bool = False) -> AsyncIterator[LoggedEvent]:
@@ -71,13 +73,19 @@ class InMemoryEventBus(EventBus):
             event_log = self._logs[task_id] = EventLog(first_seq=first_seq)
         return event_log
 
-    async def publish(self, task_id: str, logged: LoggedEvent) -> None:
-        self._log(task_id, logged.seq).append(logged)
-        if is_final(logged):
+    def publish(self, task_id: str, logged: LoggedEvent) -> Awaitable[None]:
+        # Not a coroutine, and ``_log`` and ``is_final`` written out: every event of every task
+        # passes here.
+        event_log = self._logs.get(task_id)
+        if event_log is None:
+            event_log = self._logs[task_id] = EventLog(first_seq=logged.seq)
+        event_log.append(logged)
+        if ends_stream(logged.event, until_terminal=True):
             self._finished[task_id] = time.monotonic() + self.retention
             self._finished.move_to_end(task_id)
             # Only here: finished logs are what expire, and a task's other events need no look.
             self._expire()
+        return latch._done or latch.done()
 
     def _expire(self) -> None:
         now = time.monotonic()

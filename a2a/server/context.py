@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from ..metadata import USAGE_KEY, usage_entry
-from ..types import UNSET, Artifact, Message, Part, Role, Task, TaskState
+from ..types import INTERRUPTED_STATES, TERMINAL_STATES, UNSET, Artifact, Message, Part, Role, Task, TaskState
 from .ids import new_id
 
 if TYPE_CHECKING:
@@ -84,8 +84,8 @@ class RequestContext:
     @property
     def finished(self) -> bool:
         """True once this execution has given its answer (terminal, interrupted, or a reply)."""
-        state = self.state
-        return self._run.reply is not None or state.is_terminal or state.is_interrupted
+        state = self._run.record.task.status.state
+        return self._run.reply is not None or state in TERMINAL_STATES or state in INTERRUPTED_STATES
 
     @property
     def history(self) -> list[Message]:

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import AsyncIterator, Awaitable
 
 from ..protocol.codec import encode_kept
-from ..types import StreamResponse, TaskState, UnsetType
+from ..types import INTERRUPTED_STATES, TERMINAL_STATES, StreamResponse, TaskState, UnsetType
 
 __all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
@@ -51,7 +51,8 @@ def ends_stream(event: StreamResponse, *, until_terminal: bool = False) -> bool:
         state = event.status_update.status.state
     elif not isinstance(event.task, UnsetType):
         state = event.task.status.state
-    return state is not None and (state.is_terminal or (state.is_interrupted and not until_terminal))
+    # Set lookups rather than the enum's properties (a call each): every event is judged here.
+    return state is not None and (state in TERMINAL_STATES or (not until_terminal and state in INTERRUPTED_STATES))
 
 
 class EventLog:
@@ -74,12 +75,14 @@ class EventLog:
 
     def append(self, logged: LoggedEvent) -> None:
         """Add an event numbered elsewhere; numbering must continue without a gap."""
-        if not self._events:
+        events = self._events
+        if not events:
             self._first_seq = logged.seq
-        elif logged.seq != self.next_seq:
+        elif logged.seq != self._first_seq + len(events):
             raise ValueError(f"event seq {logged.seq} does not follow {self.next_seq - 1}")
-        self._events.append(logged)
-        self._wake()
+        events.append(logged)
+        if self._waiters:  # most logs have no reader (a blocking send): no call for them
+            self._wake()
 
     def close(self) -> None:
         """No more events will come (server shutdown, or the task is gone): readers finish."""

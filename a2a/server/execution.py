@@ -41,6 +41,7 @@ from .bus import EventBus
 from .events import LoggedEvent
 from .latch import Latch
 from .push import PushNotifier
+from .run_lock import RunLock
 from .store import DONE, IdempotencyRecord, TaskRecord, TaskStore
 
 if TYPE_CHECKING:
@@ -61,6 +62,8 @@ SAVE_INTERVAL = 0.25
 _second: tuple[int, str] = (-1, "")
 #: The terminal states, as a set (a frozenset's lookup is cheaper than the enum property).
 _ENDED = frozenset(state for state in TaskState if state.is_terminal)
+#: The states in which a blocking send is answered: terminal or interrupted.
+_SETTLING = _ENDED | frozenset(state for state in TaskState if state.is_interrupted)
 
 
 def now_iso() -> str:
@@ -148,7 +151,7 @@ class Run:
         self.materialized = materialized
         self._idem_key = idempotency_key
         self._idem = idempotency
-        self._lock = asyncio.Lock()
+        self._lock = RunLock()
         #: Set when the first answer exists: the task is visible, or a plain message replied.
         self.started = Latch()
         #: Set when the caller of a blocking send can be answered (terminal, interrupted, message).
@@ -286,8 +289,7 @@ class Run:
                 # The type too: a bare KeyError says only 'zzz'.
                 await self._finish(TaskState.FAILED, f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__)
                 return
-            state = self.task.status.state
-            if self.reply is None and not (state.is_terminal or state.is_interrupted):
+            if self.reply is None and self.record.task.status.state not in _SETTLING:
                 await self.publish_status(TaskState.COMPLETED, None)
             self.settled.set()
             self.started.set()
@@ -321,7 +323,7 @@ class Run:
         self._idem_key = self._idem = None
         if self._materialize_callback is not None:
             self._materialize_callback(self)
-        await self._save_and_log(StreamResponse(task=snapshot(self.task)), queue=queue)
+        await self._save_and_log(StreamResponse(task=snapshot(self.record.task)), queue=queue)
 
     async def _save_and_log(self, event: StreamResponse, *, must_save: bool = True, queue: bool = False) -> None:
         """Number the event, save the task (before anyone can see the event), publish it.
@@ -343,12 +345,14 @@ class Run:
             self._saving = True
             try:
                 await self.store.save(self.record)
-            finally:
+            except BaseException:
                 self._saving = False
                 if self._held and self._uncommitted is not None:
                     # This save failed (or was cancelled): the held events go out once the
                     # queued save is known committed, or with the next save.
                     self._uncommitted.add_done_callback(self._committed)
+                raise
+            self._saving = False
             self._saved_at = now
             # This save wrote the whole task: every event numbered so far is covered by it.
             self._uncommitted = None
@@ -409,32 +413,38 @@ class Run:
             await self._status(state, message)
 
     async def _status(self, state: TaskState, message: Message | None) -> None:
-        await self._materialize(queue=True)
-        task = self.task
+        if not self.materialized:
+            await self._materialize(queue=True)
+        task = self.record.task
         status = TaskStatus(state=state, message=message, timestamp=now_iso())
         task.status = status
         if message is not None:
             task.history = [*(task.history or []), message]
         # Model use travels with the status (metadata only changes between events).
-        usage = (task.metadata or {}).get(USAGE_KEY)
+        usage = task.metadata.get(USAGE_KEY) if task.metadata else None
         event = TaskStatusUpdateEvent(
             task_id=task.id,
-            context_id=self.context_id,
+            context_id=task.context_id or "",
             status=status,
             metadata={USAGE_KEY: usage} if usage is not None else None,
         )
         await self._save_and_log(StreamResponse(status_update=event))
-        if state.is_terminal or state.is_interrupted:
+        if state in _SETTLING:
             self.settled.set()
 
     async def publish_artifact(self, artifact: Artifact, *, append: bool, last_chunk: bool) -> None:
         async with self._lock:
             self._check_open()
-            await self._materialize(queue=True)
-            task = self.task
+            if not self.materialized:
+                await self._materialize(queue=True)
+            task = self.record.task
             task.artifacts = _merge_artifact(task.artifacts or [], artifact, append)
             event = TaskArtifactUpdateEvent(
-                task_id=task.id, context_id=self.context_id, artifact=artifact, append=append, last_chunk=last_chunk
+                task_id=task.id,
+                context_id=task.context_id or "",
+                artifact=artifact,
+                append=append,
+                last_chunk=last_chunk,
             )
             await self._save_and_log(StreamResponse(artifact_update=event), must_save=False)
 
@@ -474,8 +484,9 @@ class Run:
     def _check_open(self) -> None:
         if self.reply is not None:
             raise RuntimeError("the agent already answered with a message; it cannot publish task events")
-        if self.task.status.state.is_terminal:
-            raise RuntimeError(f"task {self.task_id} is already {self.task.status.state.value}")
+        state = self.record.task.status.state
+        if state in _ENDED:
+            raise RuntimeError(f"task {self.task_id} is already {state.value}")
 
 
 def _merge_artifact(artifacts: list[Artifact], artifact: Artifact, append: bool) -> list[Artifact]:

@@ -12,7 +12,7 @@ import asyncio
 from collections.abc import Awaitable, Generator
 from typing import Any
 
-__all__ = ["READY", "Latch"]
+__all__ = ["READY", "Latch", "done"]
 
 
 class Latch:
@@ -65,3 +65,18 @@ class _Ready:
 
 #: An awaitable that is already done (returned where nothing needs to wait).
 READY = _Ready()
+
+_done: asyncio.Future[None] | None = None
+
+
+def done() -> asyncio.Future[None]:
+    """A future that is already done, for a method that is not a coroutine to return where
+    nothing needs to wait. Awaiting it runs no Python frame at all (``READY`` runs one, a
+    coroutine two) and never touches its loop, so one serves every loop; it is made on the
+    first call, which must come from a running loop."""
+    global _done
+    if _done is None:
+        made: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        made.set_result(None)
+        _done = made
+    return _done

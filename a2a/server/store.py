@@ -138,8 +138,9 @@ class TaskStore(abc.ABC):
         """The record, whoever owns it (the handler checks ownership)."""
 
     @abc.abstractmethod
-    async def save(self, record: TaskRecord) -> None:
-        """Insert or replace the task. Called after every change the handler makes."""
+    def save(self, record: TaskRecord) -> Awaitable[None]:
+        """Insert or replace the task. Called after every change the handler makes. (An
+        ``async def`` fits; a store may also return a future to await.)"""
 
     def queue_save(self, record: TaskRecord) -> asyncio.Future[None] | None:
         """Queue a save of the task as it is now, without waiting: the future is done once it

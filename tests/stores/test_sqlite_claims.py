@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -28,14 +29,14 @@ def _task(task_id: str) -> TaskRecord:
 
 def _count_message_writes(store: SQLiteTaskStore) -> list[int]:
     writes = [0]
-    real = store._db.defer
+    real = store._db._enqueue
 
-    def counting(fn: object, *, key: object = None) -> object:
-        if isinstance(key, tuple) and key[0] == "message":
+    def counting(op: Any) -> None:  # every write (defer, post, submit) is queued here
+        if isinstance(op.key, tuple) and op.key[0] == "message":
             writes[0] += 1
-        return real(fn, key=key)  # type: ignore[arg-type]
+        real(op)
 
-    store._db.defer = counting  # type: ignore[assignment,method-assign]
+    store._db._enqueue = counting  # type: ignore[method-assign]
     return writes
 
 

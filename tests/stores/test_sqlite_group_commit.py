@@ -14,7 +14,7 @@ import pytest
 from a2a.server.push.sqlite import SQLitePushStore
 from a2a.server.push.store import PushConfigRecord
 from a2a.server.store import IdempotencyRecord, TaskRecord
-from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.stores.sqlite import SWEEP_TASKS_SQL, SQLiteTaskStore
 from a2a.server.stores.sqlite_worker import SQLiteWorker
 from a2a.types import Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus
 
@@ -193,6 +193,36 @@ async def test_retention_sweeps_ended_tasks_and_old_records_only(tmp_path: Path)
         assert await store.get_message(("", "", "m")) is None
     finally:
         await push.close()
+        await store.close()
+
+
+async def test_the_sweep_reads_ended_tasks_by_their_index_on_a_new_and_an_old_file(tmp_path: Path) -> None:
+    # A file written before ``tasks_ended`` had ``tasks_ended_by_ts`` (state IN (...)), which
+    # the sweep's query did not use: it read the whole table at every sweep.
+    path = tmp_path / "tasks.db"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tenant TEXT NOT NULL, "
+            "context_id TEXT, state TEXT NOT NULL, ts TEXT NOT NULL, last_seq INTEGER NOT NULL, body BLOB NOT NULL)"
+        )
+        old.execute(
+            "CREATE INDEX tasks_ended_by_ts ON tasks (ts) WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED')"
+        )
+    old.close()
+    store = SQLiteTaskStore(path, task_retention=100.0, idempotency_retention=50.0)
+    try:
+        await store.save(TaskRecord(_task("t", TaskState.COMPLETED, "2026-01-01T00:00:00.000000Z")))
+
+        def look(conn: sqlite3.Connection) -> tuple[list[str], str]:
+            names = [row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")]
+            plan = conn.execute("EXPLAIN QUERY PLAN " + SWEEP_TASKS_SQL, ("9999", 10)).fetchall()
+            return names, " ".join(str(row[-1]) for row in plan)
+
+        names, plan = store._db.read_now(look)
+        assert "tasks_ended_by_ts" not in names and "tasks_ended" in names
+        assert "USING INDEX tasks_ended" in plan, plan
+        assert await store.sweep(now=time.time()) == 1
+    finally:
         await store.close()
 
 

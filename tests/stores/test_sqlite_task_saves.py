@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -67,6 +68,31 @@ async def test_a_quick_task_is_one_task_write(tmp_path: Path) -> None:
         assert record is not None and record.task == answer.task and record.last_seq == 3
     finally:
         await again.close()
+
+
+async def test_a_quick_tasks_last_save_is_its_queued_first_save(tmp_path: Path) -> None:
+    """Inline writer: the last save of a task whose queued first save has not run yet is that
+    write (prepared when its batch runs), not a second one merged into it."""
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    handler = RequestHandler(load_example("echo_agent.py"), store)
+    await handler.start()
+    task_ops: list[object] = []
+    real = store._db._enqueue
+
+    def counting(op: Any) -> None:
+        if isinstance(op.key, tuple) and op.key[0] == "task":
+            task_ops.append(op.key)
+        real(op)
+
+    store._db._enqueue = counting  # type: ignore[method-assign]
+    try:
+        answer = await handler.send_message(send("stream:1"), NOBODY)
+        assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+        assert task_ops == [("task", answer.task.id)], "one write of the task, queued once"
+        assert _on_disk(store.path, answer.task.id) == TaskState.COMPLETED.value
+        assert not store._queued, "nothing left queued once its batch ran"
+    finally:
+        await handler.shutdown()
 
 
 def _delayed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteTaskStore:

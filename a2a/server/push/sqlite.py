@@ -112,7 +112,11 @@ class SQLitePushStore(PushStore):
 
     def may_have_configs(self, task_id: str) -> bool:
         # Alone on the file, the index of tasks with configs answers without I/O; otherwise
-        # ``enqueue`` asks the file.
+        # ``enqueue`` asks the file. Asked for every event of every task: the loaded index is
+        # looked at here, without a call.
+        live = self._live  # loaded only when ``exclusive``
+        if live is not None:
+            return task_id in live
         return not self.exclusive or self._may_have_configs(task_id)
 
     def _may_have_configs(self, task_id: str) -> bool:

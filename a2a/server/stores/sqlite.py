@@ -9,7 +9,8 @@ of one fsync per batch. ``save`` returns once its batch is committed, and the ha
 nobody about a change before that, so an accepted task (its id returned to a caller) is on disk.
 Saves of one task in one batch are merged (the last carries the whole state). A new task's
 first save may be queued (``queue_save``): the handler holds the task's events until it is
-committed, and a quick task's last save, awaited in the same batch, replaces it (one write).
+committed, and a quick task's last save, made before that batch runs, is that very write (with
+the loop's own writer, which prepares it when the batch runs; else it replaces it): one write.
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
@@ -80,9 +81,17 @@ SWEEP_CHUNK = 500
 MAX_UNWRITTEN_CLAIMS = 10_000
 
 _TERMINAL = tuple(sorted(s.value for s in TaskState if s.is_terminal))
+#: A state's column text (a dict lookup: ``.value`` is two Python calls, and every save asks).
+_STATE_TEXT = {state: state.value for state in TaskState}
 _ENDED = tuple(s for s in TaskState if s.is_terminal)
 #: Written out (not bound): SQLite uses a partial index only for the very same condition.
 _ACTIVE_SQL = ", ".join(sorted(f"'{s.value}'" for s in ACTIVE_STATES))
+#: The condition of ``tasks_ended``, written out as the sweep's query repeats it (in
+#: parentheses, the very same term: else SQLite does not use the partial index). Comparisons,
+#: not ``state IN (...)``: SQLite evaluates an IN list of more than two values through a
+#: temporary table built anew for every row written, which made the index a third of the
+#: cost of writing a task.
+_ENDED_SQL = "(" + " OR ".join(f"state = '{state}'" for state in _TERMINAL) + ")"
 
 
 class StoreInUseError(A2AError):
@@ -91,7 +100,7 @@ class StoreInUseError(A2AError):
 
 T = TypeVar("T")
 
-_SCHEMA = """
+_SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -103,8 +112,8 @@ CREATE TABLE IF NOT EXISTS tasks (
     body BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC);
-CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state) WHERE state IN ({active});
-CREATE INDEX IF NOT EXISTS tasks_ended_by_ts ON tasks (ts) WHERE state IN ({ended});
+CREATE INDEX IF NOT EXISTS tasks_active ON tasks (state) WHERE state IN ({_ACTIVE_SQL});
+CREATE INDEX IF NOT EXISTS tasks_ended ON tasks (ts) WHERE {_ENDED_SQL};
 CREATE TABLE IF NOT EXISTS task_parts (
     seq INTEGER PRIMARY KEY,
     task_id TEXT NOT NULL,
@@ -122,7 +131,7 @@ CREATE TABLE IF NOT EXISTS messages (
     at REAL NOT NULL DEFAULT 0,
     PRIMARY KEY (owner, tenant, message_id)
 );
-""".format(ended=", ".join(f"'{state}'" for state in _TERMINAL), active=_ACTIVE_SQL)
+"""
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -133,7 +142,13 @@ def _migrate(conn: sqlite3.Connection) -> None:
         conn.execute("ALTER TABLE messages ADD COLUMN at REAL NOT NULL DEFAULT 0")
     # Replaced by the partial index ``tasks_active`` (kept up only while a task runs).
     conn.execute("DROP INDEX IF EXISTS tasks_by_state")
+    # Replaced by ``tasks_ended`` (see ``_ENDED_SQL``): its condition cost every write, and the
+    # sweep's query (with bound states) never used it.
+    conn.execute("DROP INDEX IF EXISTS tasks_ended_by_ts")
 
+
+#: The ended tasks past a cutoff, oldest first, a chunk at a time (by ``tasks_ended``).
+SWEEP_TASKS_SQL = f"SELECT id FROM tasks WHERE {_ENDED_SQL} AND ts < ? ORDER BY ts LIMIT ?"  # constants only
 
 _UPSERT_TASK = (
     "INSERT INTO tasks (id, owner, tenant, context_id, state, ts, last_seq, body) "
@@ -167,6 +182,15 @@ _INLINE = _Shape({}, 0, split=False)
 
 #: Appended rows by task id: (``None`` for history or an artifact id, encoded list), in order.
 _PartRows = dict[str, list[tuple[str | None, bytes]]]
+
+
+def _items(task: Task) -> int:
+    """How many history messages and artifact parts the task has (a loop, not ``sum`` over a
+    generator: asked at every save)."""
+    count = len(task.history) if task.history else 0
+    for artifact in task.artifacts or ():
+        count += len(artifact.parts)
+    return count
 
 
 def _parts_of(conn: sqlite3.Connection, task_ids: Sequence[str]) -> _PartRows:
@@ -240,6 +264,8 @@ class SQLiteTaskStore(TaskStore):
         self._history_decoder = decoder_for(list[Message])
         #: Per task saved here and not ended: what its part rows hold (see ``_split``).
         self._shapes: dict[str, _Shape] = {}
+        #: Inline writer only: the saves queued (``queue_save``) whose batch has not run yet.
+        self._queued: dict[str, asyncio.Future[None]] = {}
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -329,15 +355,24 @@ class SQLiteTaskStore(TaskStore):
         rows, parts = self._db.read_now(query)
         return self._records(rows, parts)[0] if rows else None
 
-    async def save(self, record: TaskRecord) -> None:
-        if self._unwritten:
-            self._write_claims_of(record.task.id)  # queued first: committed in the same batch
+    def save(self, record: TaskRecord) -> Awaitable[None]:
+        """The write's future (no coroutine of its own: every change of a task is saved)."""
+        task_id = record.task.id
+        if task_id in self._unwritten_of_task:
+            self._write_claims_of(task_id)  # queued first: committed in the same batch
+        queued = self._queued.get(task_id)
+        if queued is not None:
+            # A save of the task queued (``queue_save``) and not run yet: it is prepared when its
+            # batch runs, so it writes the task as it is then, this change included. That write
+            # is this save (a quick task's first and last save: one write, prepared once).
+            return queued
+
+        def saved(error: BaseException | None) -> None:
+            if error is not None:
+                self._shapes.pop(task_id, None)  # what is on disk is unknown: the next save rewrites it
+
         write, key = self._prepare(record)
-        try:
-            await self._db.write(write, key=key)
-        except BaseException:
-            self._shapes.pop(record.task.id, None)  # what is on disk is unknown: the next save rewrites it
-            raise
+        return self._db.submit(write, key=key, on_commit=saved)
 
     def queue_save(self, record: TaskRecord) -> asyncio.Future[None] | None:
         """Queued (``SQLiteWorker.defer``) under the task's key, so that a save of the task
@@ -346,33 +381,37 @@ class SQLiteTaskStore(TaskStore):
         if not self._row_only(record):
             return None
         task_id = record.task.id
-        if self._unwritten:
+        if task_id in self._unwritten_of_task:
             self._write_claims_of(task_id)  # queued first: committed in the same batch
         write: Callable[[sqlite3.Connection], None]
         if self._db.inline:
             # Prepared when its batch runs (on this thread, between two steps of the loop, with
-            # the task as it is then: still its whole state in one write): a save of the task
-            # awaited in the same batch replaces it unprepared, so a quick task's first save
-            # costs no encoding at all.
+            # the task as it is then: still its whole state in one write); until then a save of
+            # the task is this write (see ``save``), so a quick task is encoded once.
             def write(conn: sqlite3.Connection) -> None:
+                if self._queued.get(task_id) is commit:
+                    del self._queued[task_id]  # running: a later save is a write of its own
                 self._prepare(record)[0](conn)
 
         else:
             # The batch runs on the writer thread: encoded now, on the loop (see ``_prepare``).
             write = self._prepare(record)[0]
-        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id))
 
-        def committed(done: asyncio.Future[None]) -> None:
-            if done.cancelled() or done.exception() is not None:
+        def committed(error: BaseException | None) -> None:
+            if self._queued.get(task_id) is commit:
+                del self._queued[task_id]  # merged into a later save, or failed
+            if error is not None:
                 self._shapes.pop(task_id, None)  # as in ``save``
 
-        commit.add_done_callback(committed)
+        commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id), on_commit=committed)
+        if self._db.inline:
+            self._queued[task_id] = commit
         return commit
 
     def _row_only(self, record: TaskRecord) -> bool:
         """Whether ``_split`` would write the task's row alone (see it)."""
         task = record.task
-        if len(task.history or ()) + sum(len(a.parts) for a in task.artifacts or ()) > INLINE_ITEMS:
+        if _items(task) > INLINE_ITEMS:
             return False
         shape = self._shapes.get(task.id)
         return record.fresh if shape is None else not shape.split
@@ -389,7 +428,7 @@ class SQLiteTaskStore(TaskStore):
             record.owner,
             record.tenant,
             task.context_id,
-            task.status.state.value,
+            _STATE_TEXT[task.status.state],
             task.status.timestamp or "",
             record.last_seq,
             encode(skeleton),
@@ -431,16 +470,16 @@ class SQLiteTaskStore(TaskStore):
         rewriting it costs less than rows of its own. Rows an earlier save (or run) may have
         left are then deleted, unless this store knows there are none (it saved the task whole
         before, or the task is ``fresh``: never saved anywhere)."""
-        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
-        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         shape = self._shapes.get(task.id)
         ended = task.status.state in _ENDED  # identity hits: cheaper than the enum's hash
-        if sum(len(items) for _, items in lists) <= INLINE_ITEMS:
+        if _items(task) <= INLINE_ITEMS:
             if ended:
                 self._shapes.pop(task.id, None)
             else:
                 self._shapes[task.id] = _INLINE
             return task, [], (shape is None and not fresh) or (shape is not None and shape.split)
+        lists: list[tuple[str | None, list[Any]]] = [(None, task.history or [])]
+        lists += [(a.artifact_id, a.parts) for a in task.artifacts or []]
         appended: list[tuple[str | None, bytes]] = []
         # First save here, a task written whole so far, or a list removed: every row anew.
         full = shape is None or not shape.split or len(shape.lists) > len(lists)
@@ -599,18 +638,21 @@ class SQLiteTaskStore(TaskStore):
             self._keys.add(key)
         if self._keys_written is not None:
             self._keys_written.append(key)
-        # Seen by later claims until it is committed (then the lookup finds it on disk).
-        pending = self._pending_claims[key] = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
-        future = self._db.defer(write, key=("message", key))
+        # Seen by later claims until it is committed (then the lookup finds it on disk): the
+        # store's own copy (a claim written with its task's first save is that copy already).
+        pending = record
+        if claimed_for is None or self._pending_claims.get(key) is not record:
+            pending = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
+        self._pending_claims[key] = pending
 
-        def committed(done: asyncio.Future[Any]) -> None:
+        def committed(_error: BaseException | None) -> None:
             if self._pending_claims.get(key) is pending:
                 del self._pending_claims[key]
-            if not done.cancelled():
-                done.exception()  # reported by the worker's log when nobody waits
 
-        future.add_done_callback(committed)
-        return future if wait else None
+        if not wait:
+            self._db.post(write, key=("message", key), on_commit=committed)
+            return None
+        return self._db.defer(write, key=("message", key), on_commit=committed)
 
     async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
         pending = self._pending_claims.get(key)
@@ -667,15 +709,13 @@ class SQLiteTaskStore(TaskStore):
                     break
         if self.task_retention:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(now - self.task_retention))
-            marks = ",".join("?" * len(_TERMINAL))
 
             def tasks(conn: sqlite3.Connection) -> int:
                 ids = [
                     (row[0],)
-                    for row in conn.execute(
-                        f"SELECT id FROM tasks WHERE state IN ({marks}) AND ts < ? LIMIT ?",  # fixed fragments only
-                        (*_TERMINAL, stamp, SWEEP_CHUNK),
-                    )
+                    # By the partial index ``tasks_ended`` (its very condition: see ``_ENDED_SQL``),
+                    # so a sweep reads only ended tasks past the cutoff, never the whole table.
+                    for row in conn.execute(SWEEP_TASKS_SQL, (stamp, SWEEP_CHUNK))
                 ]
                 conn.executemany("DELETE FROM tasks WHERE id = ?", ids)
                 conn.executemany("DELETE FROM task_parts WHERE task_id = ?", ids)
