@@ -30,7 +30,6 @@ agent with a ``handler`` or its own ``execute``.
 from __future__ import annotations
 
 import builtins
-import functools
 import inspect
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
@@ -133,7 +132,7 @@ class Skill:
         if type(result) is CoroutineType:  # the usual skill, an ``async def``: one cheap check
             # Its result published once it returns, with no frame of this one waiting for it
             # meanwhile (an open stream's whole life): see ``frameless``.
-            return Then(result, functools.partial(_publish_result, ctx))
+            return Then(result, _publish_result, ctx)
         return self._run_other(ctx, result)
 
     async def _run_other(self, ctx: RequestContext, result: Any) -> None:

@@ -17,6 +17,7 @@ from typing import Any, Generic, TypeVar
 __all__ = ["Then", "Watched"]
 
 T = TypeVar("T")
+C = TypeVar("C")
 R = TypeVar("R")
 
 
@@ -74,19 +75,22 @@ class _Driver(Generic[T]):
 
 
 class Then(_Driver[R]):
-    """``await Then(first, after)`` is ``await after(await first)``."""
+    """``await Then(first, after, context)`` is ``await after(context, await first)`` (the
+    context given here rather than bound in a ``partial``: that would be three objects more)."""
 
-    __slots__ = ("_after",)
+    __slots__ = ("_after", "_context")
 
-    def __init__(self, first: Awaitable[T], after: Callable[[T], Awaitable[R]]) -> None:
+    def __init__(self, first: Awaitable[T], after: Callable[[C, T], Awaitable[R]], context: C) -> None:
         self._step = _steps(first)
-        self._after: Callable[[Any], Awaitable[R]] | None = after
+        self._after: Callable[[Any, Any], Awaitable[R]] | None = after
+        self._context: Any = context
 
     def _returned(self, value: Any) -> Any:
         after, self._after = self._after, None
         if after is None:  # the second one returned: so does this
             raise StopIteration(value)
-        self._step = _steps(after(value))
+        context, self._context = self._context, None
+        self._step = _steps(after(context, value))
         return self.send(None)
 
 

@@ -23,23 +23,23 @@ async def _fail() -> None:
     raise KeyError("boom")
 
 
-async def _double(value: int) -> int:
+async def _add(context: int, value: int) -> int:
     await asyncio.sleep(0)
-    return value * 2
+    return value * 2 + context
 
 
 async def test_then_awaits_the_first_then_what_follows_from_its_result() -> None:
-    chained = Then(_later(21), _double)
+    chained = Then(_later(21), _add, 0)
     assert not inspect.iscoroutine(chained)  # no frame of its own
     assert await chained == 42
-    assert await Then(asyncio.sleep(0, 5), lambda v: asyncio.sleep(0, v + 1)) == 6
+    assert await Then(asyncio.sleep(0, 5), lambda c, v: asyncio.sleep(0, v + c), 1) == 6
 
 
 async def test_then_raises_what_either_raises() -> None:
     with pytest.raises(KeyError):
-        await Then(_fail(), _double)
+        await Then(_fail(), _add, 0)
     with pytest.raises(KeyError):
-        await Then(_later(1), lambda _: _fail())
+        await Then(_later(1), lambda _c, _v: _fail(), None)
 
 
 async def test_watched_reports_the_result_or_the_error_once() -> None:
