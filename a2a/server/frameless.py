@@ -11,7 +11,8 @@ in, futures yielded out, exceptions thrown in (a cancellation), ``close``.
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
+from collections.abc import Awaitable, Callable, Generator, Iterator
+from types import CoroutineType
 from typing import Any, Generic, TypeVar
 
 __all__ = ["Then", "Watched"]
@@ -23,8 +24,8 @@ R = TypeVar("R")
 
 def _steps(awaitable: Awaitable[Any]) -> Any:
     # A coroutine is driven as it is (it has send, throw and close); anything else through the
-    # iterator its ``__await__`` gives.
-    return awaitable if isinstance(awaitable, Coroutine) else awaitable.__await__()
+    # iterator its ``__await__`` gives. (A type check: an ABC's isinstance costs far more.)
+    return awaitable if type(awaitable) is CoroutineType else awaitable.__await__()
 
 
 class _Driver(Generic[T]):
