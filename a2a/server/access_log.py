@@ -19,16 +19,13 @@ is one line, written when it closes.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from contextvars import Token
 from typing import TextIO
 
 from aiohttp import web
 
-from .frameless import Watched
 from .metrics import Metrics
 from .observe import EXCHANGE, Exchange
 
@@ -57,28 +54,30 @@ class ExchangeLayer:
                 return name
         return "-"
 
-    def __call__(self, request: web.Request, handler: Handler) -> Awaitable[web.StreamResponse]:
-        # Not a coroutine: the answer is awaited through a ``Watched`` that ends the exchange,
-        # so an open stream holds no frame of this layer (see ``frameless``).
+    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        started = time.perf_counter()
         exchange = Exchange(self._binding(request.path))
         if "Upgrade" in request.headers:
             # A connection carries many calls: its line names none of them (the metrics do).
             exchange.operation = "-"
-        end = _End(self, request, exchange, EXCHANGE.set(exchange))
+        token = EXCHANGE.set(exchange)
+        status = 500
         try:
-            answer = handler(request)
-        except BaseException as exc:
-            end(None, exc)
+            response = await handler(request)
+            status = response.status
+            return response
+        except web.HTTPException as exc:
+            status = exc.status
             raise
-        return Watched(answer, end)
-
-    def _ended(self, end: _End, status: int) -> None:
-        with contextlib.suppress(ValueError):  # closed unfinished outside its task: nothing to reset
-            EXCHANGE.reset(end.token)
-        if self._metrics is not None:
-            self._metrics.http.inc((str(status),))
-        if self._log and log.isEnabledFor(logging.INFO):
-            self._write(end.request, end.exchange, status, (time.perf_counter() - end.started) * 1000.0)
+        except asyncio.CancelledError:
+            status = CLIENT_CLOSED
+            raise
+        finally:
+            EXCHANGE.reset(token)
+            if self._metrics is not None:
+                self._metrics.http.inc((str(status),))
+            if self._log and log.isEnabledFor(logging.INFO):
+                self._write(request, exchange, status, (time.perf_counter() - started) * 1000.0)
 
     @staticmethod
     def _write(request: web.Request, exchange: Exchange, status: int, millis: float) -> None:
@@ -125,32 +124,6 @@ class ExchangeLayer:
         # calling source line: that lookup was a third of the line's cost, for a location that
         # is always this one.
         log.handle(log.makeRecord(ACCESS_LOGGER, logging.INFO, __file__, 0, _LINE, args, None, None, fields))
-
-
-class _End:
-    """What one request's exchange needs when its answer is done (or failed): the status."""
-
-    __slots__ = ("exchange", "layer", "request", "started", "token")
-
-    def __init__(
-        self, layer: ExchangeLayer, request: web.Request, exchange: Exchange, token: Token[Exchange | None]
-    ) -> None:
-        self.started = time.perf_counter()
-        self.layer = layer
-        self.request = request
-        self.exchange = exchange
-        self.token = token
-
-    def __call__(self, response: web.StreamResponse | None, exc: BaseException | None) -> None:
-        if response is not None:
-            status = response.status
-        elif isinstance(exc, web.HTTPException):
-            status = exc.status
-        elif isinstance(exc, asyncio.CancelledError):
-            status = CLIENT_CLOSED
-        else:
-            status = 500
-        self.layer._ended(self, status)
 
 
 class AccessLogHandler(logging.Handler):

@@ -53,7 +53,6 @@ from ..types import (
     Task,
 )
 from .context import RequestContext
-from .frameless import Then
 
 __all__ = ["Agent", "Skill", "SkillParameters", "SKILL_ARGUMENTS_EXTENSION", "SKILL_METADATA_KEY", "skill_arguments"]
 
@@ -126,16 +125,11 @@ class Skill:
                 return self.parameters.call(self.function, arguments or {}, ctx)
         return self.function(ctx.text if self.wants_text else ctx)
 
-    def run(self, ctx: RequestContext) -> Awaitable[None]:
-        """Run the skill's function on ``ctx`` and publish what it returns."""
+    async def run(self, ctx: RequestContext) -> None:
         result = self._invoke(ctx)
         if type(result) is CoroutineType:  # the usual skill, an ``async def``: one cheap check
-            # Its result published once it returns, with no frame of this one waiting for it
-            # meanwhile (an open stream's whole life): see ``frameless``.
-            return Then(result, _publish_result, ctx)
-        return self._run_other(ctx, result)
-
-    async def _run_other(self, ctx: RequestContext, result: Any) -> None:
+            await _publish_result(ctx, await result)
+            return
         if inspect.isasyncgen(result):
             await _stream_chunks(ctx, result)
             return
