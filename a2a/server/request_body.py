@@ -61,29 +61,10 @@ async def read_request_body(request: web.BaseRequest, limit: int) -> bytes:
 
 
 async def _read_plain(request: web.BaseRequest, limit: int) -> bytes:
-    """The body as it came, read from the request's stream rather than with ``request.read``,
-    which keeps a copy in the request: a request lives as long as its answer, and a stream's
-    answer for as long as its task works (a large message would stay pinned that long)."""
-    content = request.content
     try:
-        if content.at_eof() and content.total_bytes:
-            # Read already (a middleware's ``request.read()``): aiohttp kept it.
-            return await request.read()
+        return await request.read()
     except web.HTTPRequestEntityTooLarge as exc:
         raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes") from exc
-    first = await content.readany()
-    if len(first) > limit:
-        raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes")
-    chunk = await content.readany() if first else b""
-    if not chunk:
-        return first  # the usual body: one chunk, no copy
-    body = bytearray(first)
-    while chunk:
-        body += chunk
-        if len(body) > limit:
-            raise PayloadTooLargeError(f"Request body is over the limit of {limit} bytes")
-        chunk = await content.readany()
-    return bytes(body)
 
 
 def _decompressor(encoding: str, first: bytes) -> zlib._Decompress:
