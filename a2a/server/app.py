@@ -159,6 +159,25 @@ class _Runner(web.ServerRunner):
         await self._serving.stop()
 
 
+class _LimitedRequest(ServedRequest):
+    """A request of ``A2AServer.start``: ``request[BODY_LIMITS]`` (how ``read_body`` inflates
+    its body) is its server's, answered by its class (``_limited_request``) rather than stored
+    in each request, whose state would then hold a table of its own for the whole request (an
+    open stream's whole life)."""
+
+    body_limits: HttpLimits = HttpLimits()
+
+    def __getitem__(self, key: Any) -> Any:
+        if key is BODY_LIMITS:
+            return self.body_limits
+        return super().__getitem__(key)
+
+
+def _limited_request(limits: HttpLimits) -> type[_LimitedRequest]:
+    """The request class of one server (made once, when it starts)."""
+    return type("ServedRequest", (_LimitedRequest,), {"body_limits": limits})
+
+
 async def _dispatch(request: web.Request) -> web.StreamResponse:
     """``app()``'s one route: the embedded server's dispatcher serves every request."""
     serving = request.app[_SERVING]
@@ -386,7 +405,7 @@ class A2AServer:
 
     def _request_factory(self) -> Callable[..., web.Request]:
         limit = self.config.max_body_bytes
-        limits = self.config.limits
+        request_class = _limited_request(self.config.limits)
         loop = asyncio.get_running_loop()
 
         def make_request(
@@ -398,9 +417,7 @@ class A2AServer:
         ) -> web.Request:
             # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
             # A ``web.Request`` (an application's kind, without its match info) for middlewares.
-            request = ServedRequest(message, payload, protocol, writer, task, loop, client_max_size=limit)
-            request[BODY_LIMITS] = limits  # how ``read_body`` inflates its body
-            return request
+            return request_class(message, payload, protocol, writer, task, loop, client_max_size=limit)
 
         return make_request
 

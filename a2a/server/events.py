@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import AsyncIterator, Awaitable
 
-from ..protocol.codec import encode_kept
+from ..protocol.codec import encode, encode_kept
 from ..types import INTERRUPTED_STATES, TERMINAL_STATES, StreamResponse, TaskState, UnsetType
 
 __all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
@@ -19,23 +19,39 @@ __all__ = ["EventLog", "LogReader", "LoggedEvent", "ends_stream"]
 
 class LoggedEvent:
     """One numbered event, and its JSON (what bindings splice into their frames and push
-    sends). Encoded at most once, when first asked for: a task's events are logged whether
-    or not anybody reads them, and most tasks (a blocking SendMessage, no webhook) have no
-    reader. The event must not change once logged (the handler logs copies it owns)."""
+    sends). Encoded when first asked for: a task's events are logged whether or not anybody
+    reads them, and most tasks (a blocking SendMessage, no webhook) have no reader. The event
+    must not change once logged (the handler logs copies it owns), so encoding it again gives
+    the same JSON.
 
-    __slots__ = ("_body", "event", "seq")
+    The JSON is kept while the event is its log's latest (``EventLog.append`` lets go of it
+    once a newer one is there): the readers of a live task read the latest event, all of them
+    in the same turn, and share one encoding; an older one is wanted again only by a reader
+    that resumes or lags, which encodes it again. So a task's retained events (an open
+    stream's whole life, and a while after the end) do not each keep their JSON beside the
+    event itself."""
+
+    __slots__ = ("_body", "_keep", "event", "seq")
 
     def __init__(self, seq: int, event: StreamResponse, body: bytes | None = None) -> None:
         self.seq = seq
         self.event = event
         self._body = body
+        self._keep = True
 
     @property
     def body(self) -> bytes:
         body = self._body
         if body is None:
-            body = self._body = encode_kept(self.event)  # kept as long as the log: exact size
+            if not self._keep:
+                return encode(self.event)  # read once more (a resume): not kept
+            body = self._body = encode_kept(self.event)  # kept a while: at its exact size
         return body
+
+    def let_go(self) -> None:
+        """Keep no JSON from now on (a newer event is its log's latest)."""
+        self._keep = False
+        self._body = None
 
     def __repr__(self) -> str:
         return f"LoggedEvent(seq={self.seq}, event={self.event!r})"
@@ -80,6 +96,8 @@ class EventLog:
             self._first_seq = logged.seq
         elif logged.seq != self._first_seq + len(events):
             raise ValueError(f"event seq {logged.seq} does not follow {self.next_seq - 1}")
+        else:
+            events[-1].let_go()  # see ``LoggedEvent``
         events.append(logged)
         if self._waiters:  # most logs have no reader (a blocking send): no call for them
             self._wake()

@@ -184,7 +184,8 @@ class Run:
         #: The commit of a save queued without waiting (the task's first), until it is known.
         self._uncommitted: asyncio.Future[None] | None = None
         #: Events numbered after that save, published once a commit covers them (in order).
-        self._held: list[LoggedEvent] = []
+        #: (``None`` while there are none: a list per run would be kept for its whole life.)
+        self._held: list[LoggedEvent] | None = None
         #: The run awaits a save now (it publishes the held events itself once it returns).
         self._saving = False
 
@@ -357,7 +358,7 @@ class Run:
             # This save wrote the whole task: every event numbered so far is covered by it.
             self._uncommitted = None
         elif self._uncommitted is not None:
-            self._held.append(logged)  # after events not yet published: it waits with them
+            self._keep(logged)  # after events not yet published: it waits with them
             return
         if self._held:
             await self._release()
@@ -376,8 +377,13 @@ class Run:
 
     def _hold(self, commit: asyncio.Future[None], logged: LoggedEvent) -> None:
         self._uncommitted = commit
-        self._held.append(logged)
+        self._keep(logged)
         commit.add_done_callback(self._committed)
+
+    def _keep(self, logged: LoggedEvent) -> None:
+        if self._held is None:
+            self._held = []
+        self._held.append(logged)
 
     def _committed(self, commit: asyncio.Future[None]) -> None:
         """The queued save's commit is known. A run awaiting a save of its own publishes the
@@ -403,7 +409,7 @@ class Run:
     async def _release(self) -> None:
         """Publish the held events (the save they wait for is committed, or a later one is)."""
         self._uncommitted = None
-        held, self._held = self._held, []
+        held, self._held = self._held or [], None
         for logged in held:
             await self._publish(logged)
 

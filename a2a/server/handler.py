@@ -175,6 +175,10 @@ class RequestHandler:
         #: Spans, metrics and the access log's fields for each operation (``None``: none of them).
         self.observer: Observer | None = None
         self._runs: dict[str, Run] = {}
+        # Bound once, given to every run: a bound method made per run would be two more objects
+        # held by each open stream.
+        self._run_done: Callable[[Run], None] = self._forget_run
+        self._run_materializing: Callable[[Run], None] = self._hold
         #: Cancellations of runs whose only stream went away (held so they are not collected).
         self._cancelling: set[asyncio.Future[None]] = set()
         # The operation table names the method that serves each operation.
@@ -429,8 +433,8 @@ class RequestHandler:
         run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
-        run.on_done(self._forget_run)  # before start: with eager tasks a quick run ends in start
-        run.on_materialize(self._hold)
+        run.on_done(self._run_done)  # before start: with eager tasks a quick run ends in start
+        run.on_materialize(self._run_materializing)
         # The caller of a follow-up or of a returnImmediately send knows (or gets) the task id.
         run.announced = existing is not None or materialize
         return run, rc

@@ -4,7 +4,9 @@ A task of its own per stream (a coroutine, its sleep's future and timer) cost ab
 every open stream, and an open stream is mostly idle: one timer that writes a comment to each
 registered stream every ``interval`` seconds costs one dictionary entry per stream. A write
 that must wait (the client reads slowly) runs as a short task; the next beat skips that
-stream while it is still pending, as the per-stream loop did.
+stream while it is still pending, as the per-stream loop did. A write's task is let go once it
+is done, not kept until the next beat: else every open stream would hold a finished task (and
+its coroutine) most of its life.
 
 A stream registered just before a beat gets its first comment sooner than ``interval``: the
 promise is only that a stream is never silent longer than that.
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 
 from aiohttp import web
 
@@ -38,8 +41,15 @@ class _Beats:
     def _beat(self) -> None:
         for response, pending in self.streams.items():
             if pending is None or pending.done():
-                self.streams[response] = self.loop.create_task(_write(response))
+                task = self.streams[response] = self.loop.create_task(_write(response))
+                task.add_done_callback(functools.partial(self._written, response))
         self.timer = self.loop.call_later(self.interval, self._beat)
+
+    def _written(self, response: web.StreamResponse, task: asyncio.Task[None]) -> None:
+        # A finished write is not kept until the next beat (a task and its coroutine for
+        # every open stream, all idle long).
+        if self.streams.get(response) is task:
+            self.streams[response] = None
 
     def remove(self, response: web.StreamResponse) -> asyncio.Task[None] | None:
         pending = self.streams.pop(response, None)

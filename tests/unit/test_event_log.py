@@ -83,3 +83,15 @@ async def test_an_open_reader_is_no_async_generator() -> None:
 
 async def _read_one(log: EventLog) -> int:
     return (await log.follow(1).__anext__()).seq
+
+
+def test_only_the_latest_event_keeps_its_json() -> None:
+    log = EventLog()
+    first, second = LoggedEvent(1, _chunk(1).event), LoggedEvent(2, _chunk(2).event)
+    log.append(first)
+    body = first.body
+    assert first.body is body  # the latest: encoded once, shared by its readers
+    log.append(second)
+    # An older event keeps only the event: a reader that resumes gets the same JSON, made again.
+    assert first._body is None and first.body == body and first._body is None
+    assert second.body is second.body

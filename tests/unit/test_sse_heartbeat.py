@@ -50,6 +50,16 @@ async def test_every_open_stream_is_beaten_and_a_stopped_one_no_more() -> None:
     assert _shared() == {}  # the last one out takes the timer with it
 
 
+async def test_a_finished_write_is_not_held_until_the_next_beat() -> None:
+    stream = _Stream()
+    beat = sse_heartbeat.start_heartbeat(_response(stream), 0.05)
+    beats = next(iter(_shared().values()))
+    await asyncio.sleep(0.07)  # one beat, its write done long before the next
+    assert stream.written == [HEARTBEAT]
+    assert beats.streams[_response(stream)] is None  # no finished task kept per open stream
+    await beat.stop()
+
+
 async def test_a_write_that_waits_is_not_doubled_and_is_cancelled_at_stop() -> None:
     slow = _Stream(stall=True)
     beat = sse_heartbeat.start_heartbeat(_response(slow), 0.02)
