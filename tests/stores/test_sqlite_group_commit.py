@@ -262,3 +262,62 @@ async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
     finally:
         await worker.close()
     assert largest < 4 * 256 * 1024, f"the WAL grew to {largest} bytes"
+
+
+class _RecordingConnection:
+    """The reader thread's connection, noting each checkpoint it runs and whether the writes
+    were held when it began."""
+
+    def __init__(self, conn: sqlite3.Connection, worker: SQLiteWorker, seen: list[tuple[str, bool, int]]) -> None:
+        self._conn = conn
+        self._worker = worker
+        self._seen = seen
+
+    def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
+        if sql.startswith("PRAGMA wal_checkpoint("):
+            mode = sql[len("PRAGMA wal_checkpoint(") : -1]
+            self._seen.append((mode, self._worker._held is not None, _wal_size(self._worker.path)))
+        return self._conn.execute(sql, *args)
+
+
+async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past its limit the WAL starts again from its beginning; the writes are held only for a
+    resetting checkpoint that follows a passive one (which copied the bulk with the writes going
+    on), and that one restarts the WAL rather than truncating the file."""
+    from a2a.server.stores import sqlite_worker
+
+    limit = 1024 * 1024
+
+    monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 5)
+    monkeypatch.setattr(sqlite_worker, "WAL_LIMIT", limit)
+    path = tmp_path / "w.db"
+    worker = SQLiteWorker(path, durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    seen: list[tuple[str, bool, int]] = []
+    reader_conn = worker._reader_conn
+    monkeypatch.setattr(worker, "_reader_conn", lambda: _RecordingConnection(reader_conn(), worker, seen))
+    blob = b"x" * 2000
+    try:
+        for batch in range(300):
+            await asyncio.gather(
+                *(
+                    worker.write(lambda c, k=f"{batch}-{i}": c.execute("INSERT INTO t VALUES (?, ?)", (k, len(blob))))
+                    for i in range(10)
+                )
+            )
+        if worker._checkpoint_run is not None:
+            await worker._checkpoint_run
+        assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 3000
+    finally:
+        await worker.close()
+    resets = [i for i, (mode, _, _) in enumerate(seen) if mode != "PASSIVE"]
+    assert resets, f"the WAL never started again: {seen}"
+    for i in resets:
+        mode, held, size = seen[i]
+        assert held, seen[i]
+        # The file is reused, not truncated (unless it ran past twice the limit).
+        assert mode == ("TRUNCATE" if size > 2 * limit else "RESTART"), seen[i]
+        assert seen[i - 1][:2] == ("PASSIVE", False), seen[: i + 1]  # the bulk copied with the writes going on
+    assert all(not held for mode, held, _ in seen if mode == "PASSIVE")
+    assert any(mode == "RESTART" for mode, _, _ in seen), seen
