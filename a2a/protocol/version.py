@@ -33,6 +33,8 @@ def check_version(value: str | None) -> str:
 
 def is_legacy(value: str | None) -> bool:
     """Whether a request's ``A2A-Version`` asks for 0.3: missing (which means 0.3) or ``0.3[.x]``."""
+    if value == PROTOCOL_VERSION:  # what every request of a current client says
+        return False
     if not value or not value.strip():
         return True
     return ".".join(value.strip().split(".")[:2]) == LEGACY_VERSION

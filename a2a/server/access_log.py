@@ -36,6 +36,8 @@ log = logging.getLogger(ACCESS_LOGGER)
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 _LINE = "%s %s %s %d %.1fms %s %s %s"
+#: The same line as ``AccessLogHandler`` writes it (logging's default format, milliseconds on).
+_TEXT_LINE = "%s,%03d INFO " + ACCESS_LOGGER + ": " + _LINE + "\n"
 #: A request whose client went away before its answer (as nginx logs it).
 CLIENT_CLOSED = 499
 
@@ -45,10 +47,15 @@ class ExchangeLayer:
 
     def __init__(self, bindings: Sequence[tuple[str, str]], *, access_log: bool, metrics: Metrics | None) -> None:
         self._bindings = sorted(bindings, key=lambda entry: len(entry[0]), reverse=True)
+        # A binding's own path (the JSON-RPC endpoint, the WebSocket one) is found by one lookup.
+        self._exact = {prefix: name for prefix, name in bindings if not prefix.endswith("/")}
         self._log = access_log
         self._metrics = metrics
 
     def _binding(self, path: str) -> str:
+        name = self._exact.get(path)
+        if name is not None:
+            return name
         for prefix, name in self._bindings:
             if path.startswith(prefix):
                 return name
@@ -56,7 +63,10 @@ class ExchangeLayer:
 
     async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         started = time.perf_counter()
-        exchange = Exchange(self._binding(request.path))
+        # Still percent-encoded: what the line shows (a "%0A" in a path cannot start a forged
+        # line), and the binding's prefixes are plain ASCII either way.
+        path = request.rel_url.raw_path
+        exchange = Exchange(self._binding(path))
         if "Upgrade" in request.headers:
             # A connection carries many calls: its line names none of them (the metrics do).
             exchange.operation = "-"
@@ -77,33 +87,31 @@ class ExchangeLayer:
             if self._metrics is not None:
                 self._metrics.http.inc((str(status),))
             if self._log and log.isEnabledFor(logging.INFO):
-                self._write(request, exchange, status, (time.perf_counter() - started) * 1000.0)
+                millis = (time.perf_counter() - started) * 1000.0
+                handlers = log.handlers
+                if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
+                    # ``a2a serve``'s own handler writing text, and nothing else listening: the
+                    # line without a LogRecord, which cost as much as the rest of the line.
+                    handlers[0].add_line(
+                        request.remote or "-",
+                        request.method,
+                        path,
+                        status,
+                        millis,
+                        exchange.operation or "-",
+                        exchange.binding,
+                        exchange.principal or "-",
+                    )
+                else:
+                    self._write(request, path, exchange, status, millis)
 
     @staticmethod
-    def _write(request: web.Request, exchange: Exchange, status: int, millis: float) -> None:
-        handlers = log.handlers
-        if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
-            # ``a2a serve``'s own handler writing text, and nothing else listening: the line
-            # without a LogRecord, which cost as much as the rest of the line together.
-            handlers[0].write_line(
-                _LINE
-                % (
-                    request.remote or "-",
-                    request.method,
-                    request.rel_url.raw_path,
-                    status,
-                    millis,
-                    exchange.operation or "-",
-                    exchange.binding,
-                    exchange.principal or "-",
-                )
-            )
-            return
+    def _write(request: web.Request, path: str, exchange: Exchange, status: int, millis: float) -> None:
+        """The line as a ``LogRecord``: for any handler, and formatters such as JSON's."""
         fields = {
             "remote": request.remote or "-",
             "http_method": request.method,
-            # Still percent-encoded: a "%0A" in a path cannot start a forged line.
-            "path": request.rel_url.raw_path,
+            "path": path,
             "status": status,
             "duration_ms": round(millis, 2),
             "operation": exchange.operation or "-",
@@ -113,7 +121,7 @@ class ExchangeLayer:
         args = (
             fields["remote"],
             fields["http_method"],
-            fields["path"],
+            path,
             status,
             millis,
             fields["operation"],
@@ -156,22 +164,46 @@ class AccessLogHandler(logging.Handler):
             return
         self._append(line)
 
-    def write_line(self, message: str) -> None:
-        """A line of the access logger at INFO, without a ``LogRecord`` (see ``ExchangeLayer``)."""
+    def add_line(
+        self,
+        remote: str,
+        method: str,
+        path: str,
+        status: int,
+        millis: float,
+        operation: str,
+        binding: str,
+        principal: str,
+    ) -> None:
+        """An access line at INFO, without a ``LogRecord`` (see ``ExchangeLayer``): formatted in
+        one step, the time prefix reused within its second."""
         now = time.time()
-        self._append(f"{self._stamp(now)},{int(now * 1000) % 1000:03d} INFO {ACCESS_LOGGER}: {message}")
+        second = int(now)
+        if second != self._second:
+            self._stamp(now)
+        ms = int(now * 1000) % 1000
+        self._lines.append(
+            _TEXT_LINE % (self._prefix, ms, remote, method, path, status, millis, operation, binding, principal)
+        )
+        if len(self._lines) >= self.max_lines:
+            self.flush()
+        elif self._flush_due is None:
+            self._flush_later()
 
     def _append(self, line: str) -> None:
         self._lines.append(line + "\n")
         if len(self._lines) >= self.max_lines:
             self.flush()
         elif self._flush_due is None:
-            try:
-                loop = asyncio.get_running_loop()
-            except RuntimeError:  # not on an event loop: nothing would flush later
-                self.flush()
-                return
-            self._flush_due = loop.call_later(self.flush_after, self.flush)
+            self._flush_later()
+
+    def _flush_later(self) -> None:
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:  # not on an event loop: nothing would flush later
+            self.flush()
+            return
+        self._flush_due = loop.call_later(self.flush_after, self.flush)
 
     def _text(self, record: logging.LogRecord) -> str:
         if self.formatter is not None:

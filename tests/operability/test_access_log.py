@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 
 import aiohttp
@@ -177,6 +178,28 @@ async def test_the_serve_handler_batches_lines_as_the_default_format_writes_them
     handler.handle(record)
     handler.close()
     assert stream.getvalue() == expected * 6
+
+
+def test_a_line_added_without_a_record_reads_as_the_record_would() -> None:
+    """``add_line`` (the serve handler's fast path, with no ``LogRecord``) writes exactly what
+    the same line written through a record and logging's default format would."""
+    import io
+
+    from a2a.server.access_log import _LINE, AccessLogHandler
+
+    stream = io.StringIO()
+    handler = AccessLogHandler(stream, max_lines=1)  # written at once
+    fields = ("10.1.2.3", "POST", "/a2a/jsonrpc", 200, 12.345, "SendMessage", "JSONRPC", "alice")
+    handler.add_line(*fields)
+    written = stream.getvalue()
+    tail = " 10.1.2.3 POST /a2a/jsonrpc 200 12.3ms SendMessage JSONRPC alice\n"
+    assert written.count("\n") == 1 and written.endswith(tail)
+    second, millisecond = written.partition(" INFO ")[0].split(",")
+    record = logging.LogRecord("a2a.access", logging.INFO, __file__, 0, _LINE, fields, None, None)
+    record.created = time.mktime(time.strptime(second, "%Y-%m-%d %H:%M:%S")) + int(millisecond) / 1000
+    record.msecs = int(millisecond)
+    expected = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s").format(record) + "\n"
+    assert written == expected
 
 
 def _stream_call(text: str) -> dict[str, object]:
