@@ -66,12 +66,10 @@ _tail_second = -1
 _tail = b""
 
 
-def _head_tail() -> bytes:
+def _new_tail(now: int) -> bytes:
     global _tail_second, _tail
-    now = int(time.time())
-    if now != _tail_second:
-        _tail = f"\r\nDate: {http_date(now)}\r\nServer: {server_software()}\r\n\r\n".encode("ascii")
-        _tail_second = now
+    _tail = f"\r\nDate: {http_date(now)}\r\nServer: {server_software()}\r\n\r\n".encode("ascii")
+    _tail_second = now
     return _tail
 
 
@@ -79,19 +77,20 @@ def _head_tail() -> bytes:
 _starts: dict[str, bytes] = {}
 
 
-def _head_start(content_type: str) -> bytes:
-    start = _starts.get(content_type)
-    if start is None:
-        if "\r" in content_type or "\n" in content_type:
-            raise ValueError(f"a content type cannot hold a line break: {content_type!r}")
-        start = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: ".encode("ascii")
-        _starts[content_type] = start
+def _new_start(content_type: str) -> bytes:
+    if "\r" in content_type or "\n" in content_type:
+        raise ValueError(f"a content type cannot hold a line break: {content_type!r}")
+    start = _starts[content_type] = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: ".encode()
     return start
 
 
 class JsonAnswer(web.Response):
     """``web.Response(body=body, content_type=content_type)`` with status 200, written in one
     piece where it can be (see the module's docstring)."""
+
+    #: What aiohttp asks of every answer (``getattr`` with a default): found here, not by a
+    #: failed lookup through ``__getattr__``.
+    __http_exception__ = False
 
     def __init__(self, body: bytes, content_type: str = JSON) -> None:
         # Not ``web.Response.__init__``: what it sets is made when first needed (``__getattr__``).
@@ -105,7 +104,7 @@ class JsonAnswer(web.Response):
         # Only attributes ``web.Response.__init__`` would have set reach here (the others are
         # class attributes or set above); anything else is a genuine AttributeError.
         if name not in _MADE_LATER or not self.__dict__.get("_fast"):
-            raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+            raise AttributeError(name)
         self._become_response()
         return object.__getattribute__(self, name)
 
@@ -116,9 +115,13 @@ class JsonAnswer(web.Response):
             self, body=self._body, status=self._status, reason=self._reason, content_type=self._json_type
         )
 
-    def _fits(self, request: web.BaseRequest) -> bool:
-        """Whether the fixed head says all there is to say about this answer to ``request``."""
-        return (
+    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
+        if self._eof_sent:
+            return None
+        if self._payload_writer is not None:
+            return self._payload_writer
+        if (
+            # Whether the fixed head says all there is to say about this answer to ``request``.
             self._fast
             and isinstance(request, ServedRequest)
             and request.version == HttpVersion11
@@ -131,14 +134,7 @@ class JsonAnswer(web.Response):
             and not self._compression
             and not self._chunked
             and isinstance(self._body, bytes)
-        )
-
-    async def prepare(self, request: web.BaseRequest) -> AbstractStreamWriter | None:
-        if self._eof_sent:
-            return None
-        if self._payload_writer is not None:
-            return self._payload_writer
-        if self._fits(request):
+        ):
             # Nothing is written yet (as with ``web.Response``, whose head waits for the body).
             self._req = request
             self._keep_alive = True
@@ -160,7 +156,10 @@ class JsonAnswer(web.Response):
             await self._leave_fast_path()
             await super().write_eof(data)
             return
-        await writer.write_eof(_head_start(self._json_type) + b"%d" % len(body) + _head_tail() + body)
+        now = int(time.time())
+        tail = _tail if now == _tail_second else _new_tail(now)
+        start = _starts.get(self._json_type) or _new_start(self._json_type)
+        await writer.write_eof(start + b"%d" % len(body) + tail + body)
         self._eof_sent = True
         self._req = None
         self._body_length = writer.output_size
