@@ -91,6 +91,8 @@ class JsonAnswer(web.Response):
     #: What aiohttp asks of every answer (``getattr`` with a default): found here, not by a
     #: failed lookup through ``__getattr__``.
     __http_exception__ = False
+    #: Prepared on the fast path, its head not written yet.
+    _ready = False
 
     def __init__(self, body: bytes, content_type: str = JSON) -> None:
         # Not ``web.Response.__init__``: what it sets is made when first needed (``__getattr__``).
@@ -139,6 +141,7 @@ class JsonAnswer(web.Response):
             self._req = request
             self._keep_alive = True
             self._must_be_empty_body = False
+            self._ready = True
             writer = self._payload_writer = request._payload_writer
             return writer
         if self._fast:
@@ -146,36 +149,39 @@ class JsonAnswer(web.Response):
         return await super().prepare(request)
 
     async def write_eof(self, data: bytes = b"") -> None:
-        writer = self._payload_writer
-        if not self._fast or writer is None or self._eof_sent:
-            await super().write_eof(data)
-            return
-        body = self._body
-        if data or not isinstance(body, bytes):
-            # Changed after ``prepare`` in a way the fixed head cannot say: aiohttp's path.
+        if self._ready:
+            writer = self._payload_writer
+            body = self._body
+            if self._fast and not data and isinstance(body, bytes) and writer is not None:
+                now = int(time.time())
+                tail = _tail if now == _tail_second else _new_tail(now)
+                start = _starts.get(self._json_type) or _new_start(self._json_type)
+                await writer.write_eof(start + b"%d" % len(body) + tail + body)
+                self._ready = False
+                self._eof_sent = True
+                self._req = None
+                self._body_length = writer.output_size
+                self._payload_writer = None
+                return
+            # Changed since ``prepare`` in a way the fixed head cannot say: aiohttp's path.
             await self._leave_fast_path()
-            await super().write_eof(data)
-            return
-        now = int(time.time())
-        tail = _tail if now == _tail_second else _new_tail(now)
-        start = _starts.get(self._json_type) or _new_start(self._json_type)
-        await writer.write_eof(start + b"%d" % len(body) + tail + body)
-        self._eof_sent = True
-        self._req = None
-        self._body_length = writer.output_size
-        self._payload_writer = None
+        await super().write_eof(data)
 
     async def write(self, data: bytes | bytearray | memoryview) -> None:
-        if self._fast and self._payload_writer is not None:
+        if self._ready:
             await self._leave_fast_path()
         await super().write(data)
 
     async def _leave_fast_path(self) -> None:
-        """Prepared on the fast path (nothing written), then used beyond what it covers:
-        prepared again, by aiohttp."""
+        """Prepared on the fast path (nothing written yet), then used beyond what it covers
+        (its headers reached for, a body that is not bytes, ``write``): prepared again, by
+        aiohttp. Unlike aiohttp's own, a header set between ``prepare`` and ``write_eof`` is
+        then sent rather than ignored."""
         request = self._req
         assert request is not None
+        self._ready = False
         self._req = self._payload_writer = None
         self._keep_alive = None
-        self._become_response()
+        if self._fast:
+            self._become_response()
         await super().prepare(request)

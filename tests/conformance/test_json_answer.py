@@ -260,6 +260,31 @@ async def test_a_middleware_may_change_the_answer(serve: StartServer, connect: A
     assert json.loads(second.body)["result"]["message"]["parts"][0]["text"] == "again"
 
 
+async def test_an_answer_prepared_by_a_middleware_may_still_be_changed(serve: StartServer, connect: Any) -> None:
+    """Prepared on the fast path (nothing written), then its headers reached for: aiohttp
+    prepares it again, and the answer on the wire is whole."""
+
+    async def early(request: web.Request, handler: Handler) -> web.StreamResponse:
+        response = await handler(request)
+        await response.prepare(request)
+        response.headers["X-Late"] = "yes"
+        if request.path.endswith("rest/message:send"):
+            await response.write(b"")  # the same, by writing
+        return response
+
+    server = await serve(load_module("echo_agent.py").agent, middlewares=[early])
+    assert server.url is not None
+    conn = await connect(server.url)
+    rpc = await conn.ask(jsonrpc_request("prepared early"))
+    rest = await conn.ask(rest_request("written early"))
+    for answer in (rpc, rest):
+        assert answer.status_line == "HTTP/1.1 200 OK"
+        assert answer.header("Server") == f"a2a-net/{a2a.__version__}"
+        assert int(answer.header("Content-Length")) == len(answer.body)
+    assert json.loads(rpc.body)["result"]["message"]["parts"][0]["text"] == "prepared early"
+    assert json.loads(rest.body)["message"]["parts"][0]["text"] == "written early"
+
+
 def test_it_is_a_response_like_any_other_when_looked_at() -> None:
     answer = JsonAnswer(b'{"a":1}', "application/a2a+json")
     assert answer.status == 200 and answer.reason == "OK"
