@@ -18,7 +18,8 @@ bytes as they are, counts them and drains). It is a ``web.Response`` for everyon
 it (middlewares, aiohttp's ``finish_response``, the connection layer, the access log), and
 wherever its fast path does not apply it becomes one exactly: its header table and the rest of
 ``web.Response.__init__`` are made the first time anything reaches for them (a middleware
-reading ``headers``, say), and it is then prepared and written by aiohttp. The fast path
+reading ``headers``, say), and it is then prepared and written by aiohttp (also when that
+happens after a fast ``prepare``, which writes nothing: see ``_leave_fast_path``). The fast path
 applies only to a request of ``A2AServer.start``'s server (``ServedRequest``: its prepare hook
 sets just ``Server``; an embedded server's application runs ``on_response_prepare`` signals,
 which must see the response), on HTTP/1.1, kept alive, not ``HEAD``, with nothing changed on the
