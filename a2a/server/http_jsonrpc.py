@@ -37,6 +37,7 @@ from .http_common import (
     sse_error,
     write_sse,
 )
+from .json_answer import JSON, JsonAnswer
 from .limits import BODY_REFUSALS
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
@@ -45,8 +46,6 @@ __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
 _V03_STREAMS = frozenset({"message/stream", "tasks/resubscribe"})
 
 log = logging.getLogger("a2a.server")
-
-JSON = "application/json"
 
 
 def jsonrpc_error_body(error: ProtocolError) -> tuple[bytes, str]:
@@ -120,7 +119,7 @@ class JsonRpcBinding:
                 del call, ctx
                 return await streaming
             result = await self.handler.call(call.method.name, call.params, ctx)
-            return web.Response(body=encode_result(call.id, result), content_type="application/json")
+            return JsonAnswer(encode_result(call.id, result))
         except RequestError as exc:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
@@ -214,9 +213,9 @@ class JsonRpcBinding:
             result = await self.handler.call(name, call.params, ctx)
             if as_v10:
                 mixed = v03.with_v03_enums(None if result is None else msgspec.to_builtins(result))
-                return web.Response(body=encode_result(call.id, mixed), content_type=JSON)
+                return JsonAnswer(encode_result(call.id, mixed))
             translated = v03.result_to_v03(name, None if result is None else msgspec.to_builtins(result))
-            return web.Response(body=encode_result(call.id, translated), content_type=JSON)
+            return JsonAnswer(encode_result(call.id, translated))
         except RequestError as exc:
             return await self._error_v03(request, exc.request_id, exc.error, streaming)
         except ProtocolError as exc:

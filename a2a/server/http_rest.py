@@ -27,6 +27,7 @@ from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, read_body, requested_version, write_sse
+from .json_answer import JsonAnswer
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -94,7 +95,7 @@ class RestBinding:
                 del body, params, ctx
                 return await streaming
             result = await self.handler.call(spec.name, params, ctx)
-            return web.Response(body=rest.encode_result(result), content_type=rest.MEDIA_TYPE)
+            return JsonAnswer(rest.encode_result(result), rest.MEDIA_TYPE)
         except ProtocolError as exc:
             return self._error(exc)
         except (ConnectionError, web.HTTPException):
@@ -150,7 +151,7 @@ class RestBinding:
                 return await self._stream_v03(request, name, params, ctx)
             result = await self.handler.call(name, params, ctx)
             answer = v03.proto_result_to_v03(name, None if result is None else msgspec.to_builtins(result))
-            return web.Response(body=encode(answer), content_type="application/json")
+            return JsonAnswer(encode(answer))
         except ProtocolError as exc:
             return self._error(exc)
         except (ConnectionError, web.HTTPException):

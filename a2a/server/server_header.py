@@ -4,7 +4,8 @@ Set where aiohttp prepares a response (every kind: a plain answer, an SSE stream
 upgrade, a 404 raised by the dispatcher), so it needs no line in any binding: the requests
 ``A2AServer.start`` makes are ``ServedRequest`` objects, whose prepare hook sets it; an
 embedded server (``app()``) sets it with its application's ``on_response_prepare`` signal,
-on its own routes only. The value is made once.
+on its own routes only. The value is made once. A unary JSON answer written in one piece
+(``json_answer``) is not prepared through the hook: it writes the same value in its head.
 """
 
 from __future__ import annotations
