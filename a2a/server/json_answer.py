@@ -45,6 +45,21 @@ JSON = "application/json"
 #: Attributes ``web.Response.__init__`` sets on the instance (rather than the class): looked for
 #: only when the fast path does not apply, and made by running it then.
 _MADE_LATER = frozenset({"_state", "_headers", "_zlib_executor_size", "_zlib_executor"})
+#: What the fast path reads before ``web.Response.__init__`` has run: defaults aiohttp keeps on
+#: ``StreamResponse`` itself since 3.11 (3.9 and 3.10 set them in ``__init__``). On an aiohttp
+#: without them every ``JsonAnswer`` is made a ``web.Response`` at once, and takes its path.
+_CLASS_DEFAULTS = (
+    "_keep_alive",
+    "_chunked",
+    "_compression",
+    "_req",
+    "_payload_writer",
+    "_eof_sent",
+    "_must_be_empty_body",
+    "_body_length",
+    "_cookies",
+)
+LAZY = all(hasattr(web.StreamResponse, name) for name in _CLASS_DEFAULTS)
 #: Methods whose 200 answer has no body (RFC 9110 §9.3.2, §9.3.6): aiohttp's path frames those.
 _NO_BODY = frozenset({"HEAD", "CONNECT"})
 
@@ -102,6 +117,8 @@ class JsonAnswer(web.Response):
         self._body = body
         self._status = 200
         self._reason = "OK"
+        if not LAZY:
+            self._become_response()
 
     def __getattr__(self, name: str) -> Any:
         # Only attributes ``web.Response.__init__`` would have set reach here (the others are

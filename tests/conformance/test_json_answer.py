@@ -179,6 +179,21 @@ async def test_answers_follow_each_other_on_one_kept_alive_connection(
     assert slow_paths == []
 
 
+async def test_on_an_aiohttp_without_class_defaults_every_answer_takes_its_path(
+    started: str, connect: Any, slow_paths: list[JsonAnswer], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """aiohttp 3.9 and 3.10 set the response's defaults in ``__init__``: there an answer is an
+    ordinary ``web.Response`` from the start, and the same bytes reach the client."""
+    import a2a.server.json_answer as json_answer
+
+    monkeypatch.setattr(json_answer, "LAZY", False)
+    conn = await connect(started)
+    answer = await conn.ask(jsonrpc_request("old aiohttp"))
+    assert_fixed_head(answer, "application/json")
+    assert json.loads(answer.body)["result"]["message"]["parts"][0]["text"] == "old aiohttp"
+    assert len(slow_paths) == 1 and not slow_paths[0]._fast
+
+
 async def test_an_http10_request_gets_aiohttps_answer_and_the_connection_closes(
     started: str, connect: Any, slow_paths: list[JsonAnswer]
 ) -> None:
