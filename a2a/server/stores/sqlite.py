@@ -388,19 +388,32 @@ class SQLiteTaskStore(TaskStore):
         if not self._row_only(record):
             return None
         task_id = record.task.id
-        if task_id in self._unwritten_of_task:
-            self._write_claims_of(task_id)  # queued first: committed in the same batch
+        claims: list[tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord]] | None = None
         write: Callable[[sqlite3.Connection], None]
         if self._db.inline:
+            # The task's claims are rows of this very write (no write of their own): with the
+            # loop's writer a queued save is never merged away (a save of the task meanwhile is
+            # this write, see ``save``), so they are committed with the task, or not at all.
+            if task_id in self._unwritten_of_task:
+                claims = [
+                    self._message_queued(key, self._pending_claims[key]) for key in self._unwritten_of_task[task_id][:]
+                ]
+
             # Prepared when its batch runs (on this thread, between two steps of the loop, with
             # the task as it is then: still its whole state in one write); until then a save of
             # the task is this write (see ``save``), so a quick task is encoded once.
             def write(conn: sqlite3.Connection) -> None:
                 if self._queued.get(task_id) is commit:
                     del self._queued[task_id]  # running: a later save is a write of its own
+                if claims is not None:
+                    for _key, values, _pending in claims:
+                        conn.execute(_UPSERT_MESSAGE, values)
                 self._prepare(record)[0](conn)
 
         else:
+            if task_id in self._unwritten_of_task:
+                # Writes of their own: a save of the task in this batch replaces this one.
+                self._write_claims_of(task_id)  # queued first: committed in the same batch
             # The batch runs on the writer thread: encoded now, on the loop (see ``_prepare``).
             write = self._prepare(record)[0]
 
@@ -409,6 +422,9 @@ class SQLiteTaskStore(TaskStore):
                 del self._queued[task_id]  # merged into a later save, or failed
             if error is not None:
                 self._shapes.pop(task_id, None)  # as in ``save``
+            if claims is not None:
+                for key, _values, pending in claims:
+                    self._message_written(key, pending)
 
         commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id), on_commit=committed)
         if self._db.inline:
@@ -627,14 +643,32 @@ class SQLiteTaskStore(TaskStore):
         return self._idempotency(rows[0]) if rows else None
 
     def _write_message(self, key: tuple[str, str, str], record: IdempotencyRecord, *, wait: bool) -> Any:
-        message = None if record.message is None else encode(record.message)
-        values = (*key, record.fingerprint, record.task_id, message, time.time())
+        if not self.exclusive:
+            values = _message_row(key, record)
+
+            def write_row(conn: sqlite3.Connection) -> None:
+                conn.execute(_UPSERT_MESSAGE, values)
+
+            return self._db.write(write_row, key=("message", key))
+        key, values, pending = self._message_queued(key, record)
 
         def write(conn: sqlite3.Connection) -> None:
             conn.execute(_UPSERT_MESSAGE, values)
 
-        if not self.exclusive:
-            return self._db.write(write, key=("message", key))
+        def committed(_error: BaseException | None) -> None:
+            self._message_written(key, pending)
+
+        if not wait:
+            self._db.post(write, key=("message", key), on_commit=committed)
+            return None
+        return self._db.defer(write, key=("message", key), on_commit=committed)
+
+    def _message_queued(
+        self, key: tuple[str, str, str], record: IdempotencyRecord
+    ) -> tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord]:
+        """``exclusive``: the bookkeeping of a record whose row is queued now (in a write of its
+        own or in its task's): the key, the row, and the record pending until it is committed."""
+        values = _message_row(key, record)
         claimed_for = self._unwritten.pop(key, None)
         if claimed_for is not None:  # queued now
             of_task = self._unwritten_of_task[claimed_for]
@@ -651,15 +685,12 @@ class SQLiteTaskStore(TaskStore):
         if claimed_for is None or self._pending_claims.get(key) is not record:
             pending = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
         self._pending_claims[key] = pending
+        return key, values, pending
 
-        def committed(_error: BaseException | None) -> None:
-            if self._pending_claims.get(key) is pending:
-                del self._pending_claims[key]
-
-        if not wait:
-            self._db.post(write, key=("message", key), on_commit=committed)
-            return None
-        return self._db.defer(write, key=("message", key), on_commit=committed)
+    def _message_written(self, key: tuple[str, str, str], pending: IdempotencyRecord) -> None:
+        """Its write is done (committed: the lookup finds it on disk; or failed: never accepted)."""
+        if self._pending_claims.get(key) is pending:
+            del self._pending_claims[key]
 
     async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
         pending = self._pending_claims.get(key)
@@ -754,6 +785,12 @@ class SQLiteTaskStore(TaskStore):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def _message_row(key: tuple[str, str, str], record: IdempotencyRecord) -> tuple[Any, ...]:
+    """The ``messages`` row of an idempotency record (``_UPSERT_MESSAGE``'s values)."""
+    message = None if record.message is None else encode(record.message)
+    return (*key, record.fingerprint, record.task_id, message, time.time())
 
 
 def _seconds(url: BackendURL, name: str, default: float) -> float:
