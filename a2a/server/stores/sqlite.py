@@ -41,7 +41,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
 import msgspec
 
@@ -182,6 +182,14 @@ class _Shape:
     split: bool
 
 
+class _Executes(Protocol):
+    """What a task's write needs of a connection: a connection, or a cursor kept on one."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
+
+
 #: The shape of every task written whole in its row (shared: a shape is never changed, only
 #: replaced, and a running task holds one for its whole life).
 _INLINE = _Shape({}, 0, split=False)
@@ -273,6 +281,8 @@ class SQLiteTaskStore(TaskStore):
         self._shapes: dict[str, _Shape] = {}
         #: Inline writer only: the saves queued (``queue_save``) whose batch has not run yet.
         self._queued: dict[str, asyncio.Future[None]] = {}
+        #: Inline writer only: the cursor of its queued writes (see ``queue_save``).
+        self._cursor: sqlite3.Cursor | None = None
 
     def _lock_exclusively(self) -> None:
         """One server per file: at start a server marks the tasks it finds running as FAILED,
@@ -405,10 +415,14 @@ class SQLiteTaskStore(TaskStore):
             def write(conn: sqlite3.Connection) -> None:
                 if self._queued.get(task_id) is commit:
                     del self._queued[task_id]  # running: a later save is a write of its own
+                # One cursor kept for these statements (every task): ``conn.execute`` makes one each.
+                cursor = self._cursor
+                if cursor is None or cursor.connection is not conn:
+                    cursor = self._cursor = conn.cursor()
                 if claims is not None:
                     for _key, values, _pending in claims:
-                        conn.execute(_UPSERT_MESSAGE, values)
-                self._prepare(record)[0](conn)
+                        cursor.execute(_UPSERT_MESSAGE, values)
+                self._prepare(record)[0](cursor)
 
         else:
             if task_id in self._unwritten_of_task:
@@ -439,7 +453,7 @@ class SQLiteTaskStore(TaskStore):
         shape = self._shapes.get(task.id)
         return record.fresh if shape is None else not shape.split
 
-    def _prepare(self, record: TaskRecord) -> tuple[Callable[[sqlite3.Connection], None], tuple[str, str] | None]:
+    def _prepare(self, record: TaskRecord) -> tuple[Callable[[_Executes], None], tuple[str, str] | None]:
         """The write of a save (encoded now, on the loop, so later changes to the task cannot
         race it) and its merge key (``None``: never merged away)."""
         self._started()
@@ -457,7 +471,7 @@ class SQLiteTaskStore(TaskStore):
             encode(skeleton),
         )
 
-        def write_task(conn: sqlite3.Connection) -> None:
+        def write_task(conn: _Executes) -> None:
             conn.execute(_UPSERT_TASK, values)
 
         if not (parts or replace_parts):
@@ -465,7 +479,7 @@ class SQLiteTaskStore(TaskStore):
             return write_task, ("task", task.id)
         task_id = task.id
 
-        def write_all(conn: sqlite3.Connection) -> None:
+        def write_all(conn: _Executes) -> None:
             if replace_parts:
                 conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task_id,))
             conn.executemany(
