@@ -344,6 +344,11 @@ class Run:
                 self._hold(commit, logged)
                 return
             self._saving = True
+            if self._uncommitted is not None:
+                # This save covers the queued one (committed with or after it) and publishes
+                # the held events itself: ``_committed`` would be a callback through the loop
+                # that finds nothing to do (a quick task's every time). Added back on failure.
+                self._uncommitted.remove_done_callback(self._committed)
             try:
                 await self.store.save(self.record)
             except BaseException:

@@ -13,7 +13,7 @@ import pytest
 
 from a2a.server.push.sqlite import SQLitePushStore
 from a2a.server.push.store import PushConfigRecord
-from a2a.server.store import IdempotencyRecord, TaskRecord
+from a2a.server.store import IdempotencyRecord, TaskQuery, TaskRecord
 from a2a.server.stores.sqlite import SWEEP_TASKS_SQL, SQLiteTaskStore
 from a2a.server.stores.sqlite_worker import SQLiteWorker
 from a2a.types import Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus
@@ -222,6 +222,48 @@ async def test_the_sweep_reads_ended_tasks_by_their_index_on_a_new_and_an_old_fi
         assert "tasks_ended_by_ts" not in names and "tasks_ended" in names
         assert "USING INDEX tasks_ended" in plan, plan
         assert await store.sweep(now=time.time()) == 1
+    finally:
+        await store.close()
+
+
+async def test_list_tasks_reads_the_owner_index_backwards_on_a_new_and_an_old_file(tmp_path: Path) -> None:
+    # ``tasks_by_owner`` was (owner, tenant, ts DESC, id DESC): every new task went to the
+    # index's left-hand edge. It is ascending now (appended at its end); an old file's index is
+    # rebuilt, and ListTasks still reads it without a sort, newest first.
+    path = tmp_path / "tasks.db"
+    with sqlite3.connect(path) as old:
+        old.execute(
+            "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tenant TEXT NOT NULL, "
+            "context_id TEXT, state TEXT NOT NULL, ts TEXT NOT NULL, last_seq INTEGER NOT NULL, body BLOB NOT NULL)"
+        )
+        old.execute("CREATE INDEX tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC)")
+    old.close()
+    store = SQLiteTaskStore(path)
+    try:
+        for i in range(5):
+            await store.save(TaskRecord(_task(f"t{i}", TaskState.COMPLETED, f"2026-01-01T00:00:0{i}.000000Z")))
+        statements: list[str] = []
+
+        def trace(conn: sqlite3.Connection) -> None:
+            conn.set_trace_callback(statements.append)
+
+        await store._db.read(trace)
+        first = await store.list(TaskQuery(owner="", tenant="", page_size=2))
+        second = await store.list(TaskQuery(owner="", tenant="", page_size=2, page_token=first.next_page_token))
+        await store._db.read(lambda conn: conn.set_trace_callback(None))
+        assert [r.task.id for r in first.records + second.records] == ["t4", "t3", "t2", "t1"]
+
+        def look(conn: sqlite3.Connection) -> tuple[str, list[str]]:
+            sql = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'tasks_by_owner'").fetchone()[0]
+            pages = [s for s in statements if s.startswith("SELECT id, owner")]
+            plans = [" ".join(str(row[-1]) for row in conn.execute("EXPLAIN QUERY PLAN " + s)) for s in pages]
+            return sql, plans
+
+        sql, plans = store._db.read_now(look)
+        assert "DESC" not in sql
+        assert len(plans) == 2
+        for plan in plans:
+            assert "USING INDEX tasks_by_owner" in plan and "TEMP B-TREE" not in plan, plan
     finally:
         await store.close()
 

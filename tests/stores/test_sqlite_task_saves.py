@@ -95,6 +95,35 @@ async def test_a_quick_tasks_last_save_is_its_queued_first_save(tmp_path: Path) 
         await handler.shutdown()
 
 
+async def test_a_quick_task_and_its_claim_are_one_write(tmp_path: Path) -> None:
+    """Inline writer: the message's idempotency claim is a row of its task's queued first save
+    (no write of its own), committed with it: the retry of the message finds the task."""
+    store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
+    handler = RequestHandler(load_example("echo_agent.py"), store)
+    await handler.start()
+    ops: list[object] = []
+    real = store._db._enqueue
+
+    def counting(op: Any) -> None:
+        ops.append(op.key)
+        real(op)
+
+    store._db._enqueue = counting  # type: ignore[method-assign]
+    try:
+        request = send("stream:1")
+        answer = await handler.send_message(request, NOBODY)
+        assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+        assert ops == [("task", answer.task.id)], "the claim is written by the task's write"
+        assert not store._pending_claims and not store._unwritten, "nothing kept once committed"
+        with sqlite3.connect(store.path) as conn:
+            rows = conn.execute("SELECT task_id FROM messages").fetchall()
+        assert rows == [(answer.task.id,)]
+        retried = await handler.send_message(request, NOBODY)
+        assert isinstance(retried.task, Task) and retried.task.id == answer.task.id
+    finally:
+        await handler.shutdown()
+
+
 def _delayed_store(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> SQLiteTaskStore:
     """durability=full: the writer is a thread of its own, so the loop goes on (and GetTask is
     served) while a batch waits 0.3 s before its COMMIT."""

@@ -12,6 +12,7 @@ import pytest
 from a2a.errors import TaskNotFoundError
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
 from a2a.server.events import LoggedEvent
+from a2a.server.execution import Run
 from a2a.server.ids import new_id
 from a2a.server.store import InMemoryTaskStore, TaskRecord
 from a2a.types import (
@@ -144,6 +145,40 @@ async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
         assert isinstance(stream[1].artifact_update, TaskArtifactUpdateEvent)
         assert isinstance(stream[2].status_update, TaskStatusUpdateEvent)
         assert stream[2].status_update.status.state == TaskState.COMPLETED
+    finally:
+        await handler.shutdown()
+
+
+async def test_a_save_awaited_after_a_queued_one_releases_the_held_events_itself(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The queued save's commit callback would find nothing to do (the awaited save publishes
+    # the held events): it is taken off, not run through the loop for every quick task.
+    calls: list[object] = []
+    real = Run._committed
+
+    def counting(self: Run, commit: asyncio.Future[None]) -> None:
+        calls.append(commit)
+        real(self, commit)
+
+    monkeypatch.setattr(Run, "_committed", counting)
+    agent = Agent("Quick", "one chunk, done")
+
+    @agent.skill(tags=["test"], replies=True)
+    async def act(ctx: RequestContext) -> None:
+        await ctx.artifact("chunk", artifact_id="a")
+        await ctx.complete()
+
+    store = HeldStore()
+    handler = RequestHandler(agent, store)
+    await handler.start()
+    try:
+        answer = await handler.send_message(send(), NOBODY)
+        assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+        for _ in range(5):
+            await asyncio.sleep(0)
+        assert calls == []
+        assert [logged.seq async for logged in _first(handler, answer.task.id, 3)] == [1, 2, 3]
     finally:
         await handler.shutdown()
 
