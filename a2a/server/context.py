@@ -84,8 +84,11 @@ class RequestContext:
     @property
     def finished(self) -> bool:
         """True once this execution has given its answer (terminal, interrupted, or a reply)."""
-        state = self._run.record.task.status.state
-        return self._run.reply is not None or state in TERMINAL_STATES or state in INTERRUPTED_STATES
+        run = self._run
+        if run.reply is not None:  # a plain reply, the usual quick answer: the task is not read
+            return True
+        state = run.record.task.status.state
+        return state in TERMINAL_STATES or state in INTERRUPTED_STATES
 
     @property
     def history(self) -> list[Message]:
@@ -166,4 +169,5 @@ class RequestContext:
         await self._run.publish_message(message)
 
     def _message(self, content: Content) -> Message:
-        return agent_message(content, task_id=self.task_id, context_id=self.context_id)
+        run = self._run  # the run's ids read directly, not through two properties each
+        return agent_message(content, task_id=run.task_id, context_id=run.record.task.context_id or "")
