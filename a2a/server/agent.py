@@ -373,7 +373,7 @@ class Agent:
             wanted = owner
         chosen = wanted if wanted is not None else (self.skills[0].card.id if self.skills else None)
         for skill in self.skills:
-            if skill.card.id == chosen:
+            if skill.card.id == chosen and skill.parameters is not None:  # only typed ones check
                 skill.check(message, task)
         return chosen
 
