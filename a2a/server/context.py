@@ -33,7 +33,8 @@ def agent_message(content: Content, *, task_id: str | None = None, context_id: s
     return Message(
         message_id=new_id(),
         role=Role.AGENT,
-        parts=to_parts(content),
+        # Text, the usual content, made here (what ``to_parts`` makes of it): one call fewer.
+        parts=[Part(text=content)] if isinstance(content, str) else to_parts(content),
         task_id=task_id,
         context_id=context_id,
     )
