@@ -126,9 +126,16 @@ class Skill:
         return self.function(ctx.text if self.wants_text else ctx)
 
     async def run(self, ctx: RequestContext) -> None:
-        result = self._invoke(ctx)
+        # ``_invoke``'s usual case inline (a skill taking the text or the context): one call fewer.
+        if self.parameters is None:
+            result = self.function(ctx.message.text if self.wants_text else ctx)
+        else:
+            result = self._invoke(ctx)
         if type(result) is CoroutineType:  # the usual skill, an ``async def``: one cheap check
-            await _publish_result(ctx, await result)
+            result = await result
+            if result is None and ctx.finished:
+                return  # it published its own answer (``_publish_result`` would do nothing)
+            await _publish_result(ctx, result)
             return
         if inspect.isasyncgen(result):
             await _stream_chunks(ctx, result)
@@ -256,10 +263,12 @@ def _inline_schema(arguments: type[msgspec.Struct]) -> dict[str, Any]:
 
 def _asked_for(message: Message, request_metadata: dict[str, Any] | None) -> str | None:
     """The skill id a message names: metadata ``skillId`` (message, then request), or a data part."""
+    # Each source looked at only when present (no empty dict made per message for a miss).
     for metadata in (message.metadata, request_metadata):
-        named = (metadata or {}).get(SKILL_METADATA_KEY)
-        if named is not None:
-            return str(named)
+        if metadata:
+            named = metadata.get(SKILL_METADATA_KEY)
+            if named is not None:
+                return str(named)
     for part in message.parts:
         if isinstance(part.data, dict):
             named = part.data.get("skill", part.data.get("tool"))
@@ -364,7 +373,7 @@ class Agent:
             wanted = owner
         chosen = wanted if wanted is not None else (self.skills[0].card.id if self.skills else None)
         for skill in self.skills:
-            if skill.card.id == chosen:
+            if skill.card.id == chosen and skill.parameters is not None:  # only typed ones check
                 skill.check(message, task)
         return chosen
 

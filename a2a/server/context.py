@@ -33,7 +33,8 @@ def agent_message(content: Content, *, task_id: str | None = None, context_id: s
     return Message(
         message_id=new_id(),
         role=Role.AGENT,
-        parts=to_parts(content),
+        # Text, the usual content, made here (what ``to_parts`` makes of it): one call fewer.
+        parts=[Part(text=content)] if isinstance(content, str) else to_parts(content),
         task_id=task_id,
         context_id=context_id,
     )
@@ -84,8 +85,11 @@ class RequestContext:
     @property
     def finished(self) -> bool:
         """True once this execution has given its answer (terminal, interrupted, or a reply)."""
-        state = self._run.record.task.status.state
-        return self._run.reply is not None or state in TERMINAL_STATES or state in INTERRUPTED_STATES
+        run = self._run
+        if run.reply is not None:  # a plain reply, the usual quick answer: the task is not read
+            return True
+        state = run.record.task.status.state
+        return state in TERMINAL_STATES or state in INTERRUPTED_STATES
 
     @property
     def history(self) -> list[Message]:
@@ -166,4 +170,5 @@ class RequestContext:
         await self._run.publish_message(message)
 
     def _message(self, content: Content) -> Message:
-        return agent_message(content, task_id=self.task_id, context_id=self.context_id)
+        run = self._run  # the run's ids read directly, not through two properties each
+        return agent_message(content, task_id=run.task_id, context_id=run.record.task.context_id or "")

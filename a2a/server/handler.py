@@ -98,13 +98,6 @@ class CallContext:
         return self.principal or ""
 
 
-def _with_owner(metadata: dict[str, Any] | None, skill: str | None) -> dict[str, Any] | None:
-    """A new task's metadata, recording the skill that owns it (kept with the task, so it survives a restart)."""
-    if skill is None:
-        return metadata
-    return {**(metadata or {}), OWNER_SKILL_KEY: skill}
-
-
 def view(task: t.Task, history_length: int | None, include_artifacts: bool = True) -> t.Task:
     """The task as a caller asked to see it (history trimmed, artifacts optionally left out)."""
     history = task.history
@@ -118,10 +111,6 @@ def view(task: t.Task, history_length: int | None, include_artifacts: bool = Tru
 
 #: What a request without ``configuration`` gets (read only; one object, not one per request).
 _DEFAULT_CONFIGURATION = t.SendMessageConfiguration()
-
-
-def _fingerprint(message: t.Message) -> str:
-    return hashlib.sha256(encode(message)).hexdigest()
 
 
 def _accepts(accepted: list[str], offered: list[str]) -> bool:
@@ -306,10 +295,11 @@ class RequestHandler:
         message = req.message
         self._check_request(req, ctx)
         tenant = req.tenant or ""
-        fingerprint = _fingerprint(message)
+        owner = ctx.principal or ""  # ``ctx.owner``, read once without the property's call
+        fingerprint = hashlib.sha256(encode(message)).hexdigest()
         # The message's content is part of its idempotency key: a retry of the same message
         # finds its outcome, a different message under a used messageId is a new message.
-        key = (ctx.owner, tenant, f"{message.message_id}#{fingerprint}")
+        key = (owner, tenant, f"{message.message_id}#{fingerprint}")
         if message.task_id:
             # A retried follow-up finds its outcome before the task's state is judged (the task
             # may have finished since, which would refuse a *new* message).
@@ -339,7 +329,7 @@ class RequestHandler:
         if push_config is not None and self.push is not None:
             # Registered before the agent can publish, so the webhook gets every event.
             await self.push.create(task_id, ctx.owner, tenant, push_config, dialect=ctx.dialect)
-        run, rc = self._begin(req, ctx, existing_record, skill, task_id, key, claim, materialize=materialize)
+        run, rc = self._begin(req, ctx, owner, existing_record, skill, task_id, key, claim, materialize=materialize)
         if materialize or existing_record is not None or not self.agent.may_reply(skill):
             # The task exists (saved, the first stream event) before the agent runs, so slow
             # work can be listed, fetched and cancelled at once. Only a skill that may answer
@@ -398,6 +388,7 @@ class RequestHandler:
         self,
         req: t.SendMessageRequest,
         ctx: CallContext,
+        owner: str,
         existing: TaskRecord | None,
         skill: str | None,
         task_id: str,
@@ -421,16 +412,29 @@ class RequestHandler:
             prior = None
             context_id = message.context_id or new_id()
             message = msgspec.structs.replace(message, task_id=task_id, context_id=context_id)
+            metadata = req.metadata
+            if skill is not None:
+                # The skill that owns the task, kept with it (so it survives a restart).
+                metadata = {**(metadata or {}), OWNER_SKILL_KEY: skill}
             task = t.Task(
                 id=task_id,
                 context_id=context_id,
                 status=t.TaskStatus(state=t.TaskState.SUBMITTED, timestamp=now_iso()),
                 history=[message],
-                metadata=_with_owner(req.metadata, skill),
+                metadata=metadata,
             )
             # Fresh: a new id (or one whose claim found no task saved), so no store holds anything under it.
-            record = TaskRecord(task, owner=ctx.owner, tenant=req.tenant or "", fresh=True)
-        run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
+            record = TaskRecord(task, owner, req.tenant or "", 0, True)
+        # ``_run``, inline: one call fewer on every message.
+        run = Run(
+            store=self.store,
+            record=record,
+            bus=self.bus,
+            push=self.push,
+            materialized=False,
+            idempotency_key=key,
+            idempotency=claim,
+        )
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
         run.on_done(self._run_done)  # before start: with eager tasks a quick run ends in start
@@ -498,7 +502,11 @@ class RequestHandler:
         """Every part's media type is one the chosen skill (its ``inputModes``, else the agent's
         ``defaultInputModes``) accepts; modes may be wildcards (``*/*``, ``text/*``). Checked
         with the skill the message goes to (for a follow-up, the task's own), before it runs."""
-        skill = next((s.card for s in self.agent.skills if s.card.id == skill_id), None)
+        skill: t.AgentSkill | None = None
+        for candidate in self.agent.skills:  # a loop, not next() over a generator: no frame
+            if candidate.card.id == skill_id:
+                skill = candidate.card
+                break
         modes = (skill.input_modes if skill is not None else None) or self.agent.default_input_modes
         for part in message.parts:
             media_type = media_type_of(part)

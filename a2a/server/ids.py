@@ -24,8 +24,13 @@ def _reseed() -> None:
 os.register_at_fork(after_in_child=_reseed)
 
 
+#: Bound once: ``randbytes`` is a Python method (``getrandbits(n * 8).to_bytes(n, "little")``);
+#: what it does, done here, spares a frame per id (a plain reply makes three).
+_bits = _generator.getrandbits
+
+
 def new_id() -> str:
-    return _generator.randbytes(16).hex()  # half the cost of formatting getrandbits(128)
+    return _bits(128).to_bytes(16, "little").hex()  # half the cost of formatting getrandbits(128)
 
 
 def new_task_id() -> str:
@@ -35,4 +40,4 @@ def new_task_id() -> str:
     at a random place per id (a page each, read from disk once the index outgrows the cache):
     measured on SQLite, a third less work per task written, and no slowdown as the file grows.
     It tells when the task was made, which its status timestamp tells anyway."""
-    return f"{time.time_ns() // 1_000_000:012x}{_generator.randbytes(10).hex()}"
+    return f"{time.time_ns() // 1_000_000:012x}{_bits(80).to_bytes(10, 'little').hex()}"
