@@ -458,7 +458,8 @@ class SQLiteTaskStore(TaskStore):
     def _prepare(self, record: TaskRecord) -> tuple[Callable[[_Executes], None], tuple[str, str] | None]:
         """The write of a save (encoded now, on the loop, so later changes to the task cannot
         race it) and its merge key (``None``: never merged away)."""
-        self._started()
+        if self._sweeper is None or self._keys is None:  # (a call less for every save once warm)
+            self._started()
         task = record.task
         skeleton, parts, replace_parts = self._split(task, fresh=record.fresh)
         record.fresh = False  # a write of it is queued now
@@ -591,11 +592,13 @@ class SQLiteTaskStore(TaskStore):
         return self._records(rows, parts)
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        self._started()
+        if self._sweeper is None or self._keys is None:  # as in ``_prepare``
+            self._started()
         if not self.exclusive:
             return await self._claim_and_wait(key, record)
         existing = self._pending_claims.get(key)
-        if existing is None and self._may_be_on_disk(key):
+        # ``_may_be_on_disk`` written out: every message passes here.
+        if existing is None and ((keys := self._keys) is None or keys.may_contain(key)):
             existing = self._committed_message(key)
         if existing is not None:
             return existing
