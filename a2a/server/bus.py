@@ -11,6 +11,7 @@ requests and leases, is a ``Coordination``: see ``coordination``.)
 from __future__ import annotations
 
 import abc
+import math
 import time
 from collections import OrderedDict
 from collections.abc import AsyncIterator, Awaitable
@@ -66,6 +67,9 @@ class InMemoryEventBus(EventBus):
         self.max_finished = max_finished
         self._logs: dict[str, EventLog] = {}
         self._finished: OrderedDict[str, float] = OrderedDict()
+        #: No finished log expires before this (the first one's deadline, or later): ``publish``
+        #: looks no further until then. Never later than the first deadline, only earlier.
+        self._next_expiry = math.inf
 
     def _log(self, task_id: str, first_seq: int) -> EventLog:
         event_log = self._logs.get(task_id)
@@ -81,22 +85,30 @@ class InMemoryEventBus(EventBus):
             event_log = self._logs[task_id] = EventLog(first_seq=logged.seq)
         event_log.append(logged)
         if ends_stream(logged.event, until_terminal=True):
-            self._finished[task_id] = time.monotonic() + self.retention
-            self._finished.move_to_end(task_id)
-            # Only here: finished logs are what expire, and a task's other events need no look.
-            self._expire()
+            now = time.monotonic()
+            finished = self._finished
+            deadline = finished[task_id] = now + self.retention
+            finished.move_to_end(task_id)
+            if len(finished) == 1:  # the first one: its deadline is the next
+                self._next_expiry = deadline
+            # Only here: finished logs are what expire, and a task's other events need no look
+            # (nor does this one before the first deadline: a call less for most tasks).
+            if now >= self._next_expiry or len(finished) > self.max_finished:
+                self._expire(now)
         return latch._done or latch.done()
 
-    def _expire(self) -> None:
-        now = time.monotonic()
-        while self._finished:
-            task_id, deadline = next(iter(self._finished.items()))
-            if deadline > now and len(self._finished) <= self.max_finished:
-                break
-            del self._finished[task_id]
+    def _expire(self, now: float) -> None:
+        finished = self._finished
+        while finished:
+            task_id, deadline = next(iter(finished.items()))
+            if deadline > now and len(finished) <= self.max_finished:
+                self._next_expiry = deadline
+                return
+            del finished[task_id]
             event_log = self._logs.pop(task_id, None)
             if event_log is not None:
                 event_log.close()
+        self._next_expiry = math.inf
 
     async def retained_from(self, task_id: str) -> int | None:
         event_log = self._logs.get(task_id)
@@ -112,6 +124,7 @@ class InMemoryEventBus(EventBus):
             event_log.close()
         self._logs.clear()
         self._finished.clear()
+        self._next_expiry = math.inf
 
 
 def is_final(logged: LoggedEvent) -> bool:

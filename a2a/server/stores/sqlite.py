@@ -424,7 +424,11 @@ class SQLiteTaskStore(TaskStore):
                 if claims is not None:
                     for _key, values, _pending in claims:
                         cursor.execute(_UPSERT_MESSAGE, values)
-                self._prepare(record)[0](cursor)
+                row = self._row_alone(record)
+                if row is not None:
+                    cursor.execute(_UPSERT_TASK, row)  # the row alone: no closure made for it
+                else:
+                    self._prepare(record)[0](cursor)
 
         else:
             if task_id in self._unwritten_of_task:
@@ -455,10 +459,37 @@ class SQLiteTaskStore(TaskStore):
         shape = self._shapes.get(task.id)
         return record.fresh if shape is None else not shape.split
 
+    def _row_alone(self, record: TaskRecord) -> tuple[Any, ...] | None:
+        """The ``tasks`` row of a save that is that row alone (what ``_prepare`` would write
+        with no part rows and nothing to delete), or ``None`` (``_prepare`` it then). A queued
+        save is prepared when its batch runs, and is almost always such a save."""
+        task = record.task
+        shape = self._shapes.get(task.id)
+        if _items(task) > INLINE_ITEMS or not (record.fresh if shape is None else not shape.split):
+            return None
+        if self._sweeper is None or self._keys is None:  # as in ``_prepare``
+            self._started()
+        if task.status.state in _ENDED:
+            self._shapes.pop(task.id, None)
+        else:
+            self._shapes[task.id] = _INLINE
+        record.fresh = False  # a write of it is queued now
+        return (
+            task.id,
+            record.owner,
+            record.tenant,
+            task.context_id,
+            _STATE_TEXT[task.status.state],
+            task.status.timestamp or "",
+            record.last_seq,
+            encode(task),
+        )
+
     def _prepare(self, record: TaskRecord) -> tuple[Callable[[_Executes], None], tuple[str, str] | None]:
         """The write of a save (encoded now, on the loop, so later changes to the task cannot
         race it) and its merge key (``None``: never merged away)."""
-        self._started()
+        if self._sweeper is None or self._keys is None:  # (a call less for every save once warm)
+            self._started()
         task = record.task
         skeleton, parts, replace_parts = self._split(task, fresh=record.fresh)
         record.fresh = False  # a write of it is queued now
@@ -591,11 +622,13 @@ class SQLiteTaskStore(TaskStore):
         return self._records(rows, parts)
 
     async def claim_message(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        self._started()
+        if self._sweeper is None or self._keys is None:  # as in ``_prepare``
+            self._started()
         if not self.exclusive:
             return await self._claim_and_wait(key, record)
         existing = self._pending_claims.get(key)
-        if existing is None and self._may_be_on_disk(key):
+        # ``_may_be_on_disk`` written out: every message passes here.
+        if existing is None and ((keys := self._keys) is None or keys.may_contain(key)):
             existing = self._committed_message(key)
         if existing is not None:
             return existing

@@ -157,6 +157,8 @@ class SQLiteWorker:
         self._read_conn: sqlite3.Connection | None = None
         self._now_conn: sqlite3.Connection | None = None
         self._commit_delay = float(os.environ.get(COMMIT_DELAY_ENV, "0") or 0)
+        #: The cursor ``_commit_group`` begins and commits with (on the writing connection).
+        self._tx_cursor: sqlite3.Cursor | None = None
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -181,7 +183,8 @@ class SQLiteWorker:
             raise self._open_error
 
     def _enqueue(self, op: _Op) -> None:
-        self._start()
+        if self._inline_conn is None:  # (a call less for every write once the inline one is open)
+            self._start()
         loop = op.loop
         if loop is None:
             self._queue.put([op])
@@ -288,23 +291,35 @@ class SQLiteWorker:
         if not group:
             return
         last: dict[Hashable, _Op] = {}
+        merges = False
         for op in group:
-            if op.key is not None:
-                last[op.key] = op
-        live = []
-        for op in group:
-            if op.key is not None and last[op.key] is not op:
-                op.merged = True
-            else:
-                live.append(op)
+            key = op.key
+            if key is not None:
+                if key in last:
+                    merges = True
+                last[key] = op
+        live = group
+        if merges:  # (most batches merge nothing: no second list, no second pass for them)
+            live = []
+            for op in group:
+                if op.key is not None and last[op.key] is not op:
+                    op.merged = True
+                else:
+                    live.append(op)
+        # BEGIN and COMMIT on one cursor kept for them (``Connection.execute`` makes one each).
+        cursor = self._tx_cursor
+        if cursor is None or cursor.connection is not conn:
+            cursor = self._tx_cursor = conn.cursor()
+        failed = False
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            cursor.execute("BEGIN IMMEDIATE")
             for op in live:
                 op.result = op.fn(conn)
             if self._commit_delay:
                 time.sleep(self._commit_delay)
-            conn.execute("COMMIT")
+            cursor.execute("COMMIT")
         except BaseException as exc:  # noqa: BLE001 - handed to the callers
+            failed = True
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if len(live) == 1:
@@ -314,13 +329,15 @@ class SQLiteWorker:
                 # transaction, so that one bad write does not fail the others.
                 for op in live:
                     self._commit_group(conn, [op])
-        for op in group:
-            if op.merged:
-                carrier = last[op.key]
-                op.error = carrier.error
-        for op in live:
-            if op.error is not None and op.deferred:
-                log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
+        if merges:
+            for op in group:
+                if op.merged:
+                    carrier = last[op.key]
+                    op.error = carrier.error
+        if failed:
+            for op in live:
+                if op.error is not None and op.deferred:
+                    log.error("a deferred SQLite write to %s failed: %r", self.path, op.error)
 
     def _wal_file_over(self, size: int) -> bool:
         wal = Path(f"{self.path}-wal")
@@ -423,6 +440,7 @@ class SQLiteWorker:
         if self._inline_conn is not None:
             self._inline_conn.close()
             self._inline_conn = None
+            self._tx_cursor = None
         if self._writer is not None:
             self._queue.put(_STOP)
             await loop.run_in_executor(None, self._writer.join)
