@@ -425,16 +425,7 @@ class RequestHandler:
             )
             # Fresh: a new id (or one whose claim found no task saved), so no store holds anything under it.
             record = TaskRecord(task, owner, req.tenant or "", 0, True)
-        # ``_run``, inline: one call fewer on every message.
-        run = Run(
-            store=self.store,
-            record=record,
-            bus=self.bus,
-            push=self.push,
-            materialized=False,
-            idempotency_key=key,
-            idempotency=claim,
-        )
+        run = self._run(record, materialized=False, idempotency_key=key, idempotency=claim)
         self._runs[task_id] = run
         rc = RequestContext(run, message, prior, skill, ctx.principal)
         run.on_done(self._run_done)  # before start: with eager tasks a quick run ends in start

@@ -474,16 +474,7 @@ class SQLiteTaskStore(TaskStore):
         else:
             self._shapes[task.id] = _INLINE
         record.fresh = False  # a write of it is queued now
-        return (
-            task.id,
-            record.owner,
-            record.tenant,
-            task.context_id,
-            _STATE_TEXT[task.status.state],
-            task.status.timestamp or "",
-            record.last_seq,
-            encode(task),
-        )
+        return _task_row(record, encode(task))
 
     def _prepare(self, record: TaskRecord) -> tuple[Callable[[_Executes], None], tuple[str, str] | None]:
         """The write of a save (encoded now, on the loop, so later changes to the task cannot
@@ -493,16 +484,7 @@ class SQLiteTaskStore(TaskStore):
         task = record.task
         skeleton, parts, replace_parts = self._split(task, fresh=record.fresh)
         record.fresh = False  # a write of it is queued now
-        values = (
-            task.id,
-            record.owner,
-            record.tenant,
-            task.context_id,
-            _STATE_TEXT[task.status.state],
-            task.status.timestamp or "",
-            record.last_seq,
-            encode(skeleton),
-        )
+        values = _task_row(record, encode(skeleton))
 
         def write_task(conn: _Executes) -> None:
             conn.execute(_UPSERT_TASK, values)
@@ -834,6 +816,21 @@ class SQLiteTaskStore(TaskStore):
         if self._lock_file is not None:
             self._lock_file.close()
             self._lock_file = None
+
+
+def _task_row(record: TaskRecord, body: bytes) -> tuple[Any, ...]:
+    """The ``tasks`` row of a save (``_UPSERT_TASK``'s values), ``body`` its encoded task."""
+    task = record.task
+    return (
+        task.id,
+        record.owner,
+        record.tenant,
+        task.context_id,
+        _STATE_TEXT[task.status.state],
+        task.status.timestamp or "",
+        record.last_seq,
+        body,
+    )
 
 
 def _message_row(key: tuple[str, str, str], record: IdempotencyRecord) -> tuple[Any, ...]:
