@@ -125,7 +125,8 @@ async def _first(handler: RequestHandler, task_id: str, count: int) -> AsyncIter
             return
 
 
-async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
+def _quick_agent() -> Agent:
+    """A skill that adds one artifact chunk and completes: a quick task."""
     agent = Agent("Quick", "one chunk, done")
 
     @agent.skill(tags=["test"], replies=True)
@@ -133,6 +134,11 @@ async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
         await ctx.artifact("chunk", artifact_id="a")
         await ctx.complete()
 
+    return agent
+
+
+async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
+    agent = _quick_agent()
     store = HeldStore()
     handler = RequestHandler(agent, store)
     await handler.start()
@@ -162,13 +168,7 @@ async def test_a_save_awaited_after_a_queued_one_releases_the_held_events_itself
         real(self, commit)
 
     monkeypatch.setattr(Run, "_committed", counting)
-    agent = Agent("Quick", "one chunk, done")
-
-    @agent.skill(tags=["test"], replies=True)
-    async def act(ctx: RequestContext) -> None:
-        await ctx.artifact("chunk", artifact_id="a")
-        await ctx.complete()
-
+    agent = _quick_agent()
     store = HeldStore()
     handler = RequestHandler(agent, store)
     await handler.start()
