@@ -7,7 +7,9 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Literal
 
 import pytest
 
@@ -15,7 +17,7 @@ from a2a.server.push.sqlite import SQLitePushStore
 from a2a.server.push.store import PushConfigRecord
 from a2a.server.store import IdempotencyRecord, TaskQuery, TaskRecord
 from a2a.server.stores.sqlite import SWEEP_TASKS_SQL, SQLiteTaskStore
-from a2a.server.stores.sqlite_worker import SQLiteWorker
+from a2a.server.stores.sqlite_worker import FLUSH_AFTER_TURNS, FLUSH_AT_OPS, SQLiteWorker
 from a2a.types import Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER);"
@@ -25,8 +27,8 @@ def _task(task_id: str, state: TaskState, stamp: str) -> Task:
     return Task(id=task_id, context_id="c", status=TaskStatus(state=state, timestamp=stamp))
 
 
-async def test_writes_of_one_loop_iteration_commit_in_one_transaction(tmp_path: Path) -> None:
-    worker = SQLiteWorker(tmp_path / "w.db", durability="full", schema=SCHEMA, thread_name="t")
+def _counting_transactions(worker: SQLiteWorker) -> list[int]:
+    """The size of every transaction ``worker`` commits from now on."""
     transactions: list[int] = []
     real_commit = worker._commit_group
 
@@ -36,6 +38,20 @@ async def test_writes_of_one_loop_iteration_commit_in_one_transaction(tmp_path: 
         real_commit(conn, group)  # type: ignore[arg-type]
 
     worker._commit_group = counting  # type: ignore[assignment,method-assign]
+    return transactions
+
+
+def _insert(key: str) -> Callable[[sqlite3.Connection], str]:
+    def fn(conn: sqlite3.Connection) -> str:
+        conn.execute("INSERT INTO t VALUES (?, 0)", (key,))
+        return key
+
+    return fn
+
+
+async def test_writes_of_one_loop_iteration_commit_in_one_transaction(tmp_path: Path) -> None:
+    worker = SQLiteWorker(tmp_path / "w.db", durability="full", schema=SCHEMA, thread_name="t")
+    transactions = _counting_transactions(worker)
 
     def insert(i: int) -> object:
         def fn(conn: sqlite3.Connection) -> int:
@@ -52,6 +68,57 @@ async def test_writes_of_one_loop_iteration_commit_in_one_transaction(tmp_path: 
         assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == 50
     finally:
         await worker.close()
+
+
+@pytest.mark.parametrize("inline", [True, False])
+async def test_writes_of_neighbouring_turns_of_the_loop_commit_together(tmp_path: Path, inline: bool) -> None:
+    """Requests read a turn or two apart reach their writes a turn or two apart: the flush
+    waits ``FLUSH_AFTER_TURNS`` turns so that they share one commit; what comes later goes to
+    the next one."""
+    durability: Literal["normal", "full"] = "normal" if inline else "full"
+    worker = SQLiteWorker(tmp_path / "w.db", durability=durability, schema=SCHEMA, thread_name="t", inline=inline)
+    transactions = _counting_transactions(worker)
+    try:
+        writes = []
+        for turn in range(FLUSH_AFTER_TURNS + 2):
+            writes.append(worker.submit(_insert(f"a{turn}")))
+            writes.append(worker.submit(_insert(f"b{turn}")))
+            await asyncio.sleep(0)  # one turn of the loop
+        assert await asyncio.gather(*writes) == [f"{x}{turn}" for turn in range(FLUSH_AFTER_TURNS + 2) for x in "ab"]
+        first = 2 * (FLUSH_AFTER_TURNS + 1)
+        # (The writer thread may also take the next batch with it, if it wakes up late.)
+        assert first > 2 and (transactions[0] == first if inline else transactions[0] >= first), (
+            "the writes of the first turns wait for each other"
+        )
+        assert sum(transactions) == len(writes)
+        assert worker.read_now(lambda c: c.execute("SELECT COUNT(*) FROM t").fetchone()[0]) == len(writes)
+    finally:
+        await worker.close()
+
+
+async def test_a_full_batch_commits_without_waiting_more_turns(tmp_path: Path) -> None:
+    worker = SQLiteWorker(tmp_path / "w.db", durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    transactions = _counting_transactions(worker)
+    try:
+        first = [worker.submit(_insert(f"k{i}")) for i in range(FLUSH_AT_OPS)]
+        await asyncio.sleep(0)  # the flush's first turn: full, so it commits
+        assert transactions == [FLUSH_AT_OPS]
+        assert all(write.done() for write in first)
+        late = worker.submit(_insert("late"))
+        assert await late == "late"
+        assert transactions == [FLUSH_AT_OPS, 1]
+    finally:
+        await worker.close()
+
+
+async def test_closing_commits_what_is_still_waiting_for_its_turns(tmp_path: Path) -> None:
+    path = tmp_path / "w.db"
+    worker = SQLiteWorker(path, durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    write = worker.submit(_insert("k"))
+    await worker.close()
+    assert write.done() and write.result() == "k"
+    with sqlite3.connect(path) as conn:
+        assert conn.execute("SELECT k FROM t").fetchall() == [("k",)]
 
 
 async def test_saves_of_one_key_in_a_batch_run_once_and_answer_all(tmp_path: Path) -> None:
