@@ -389,6 +389,30 @@ class _RecordingConnection:
         return self._conn.execute(sql, *args)
 
 
+@pytest.mark.parametrize("every_writes", [50, 10**6])
+async def test_a_checkpoint_follows_many_writes_in_few_batches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, every_writes: int
+) -> None:
+    """Big batches (a busy server's) bring a checkpoint after ``CHECKPOINT_EVERY_WRITES`` writes,
+    long before ``CHECKPOINT_EVERY`` batches."""
+    from a2a.server.stores import sqlite_worker
+
+    monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 10**6)
+    monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY_WRITES", every_writes)
+    worker = SQLiteWorker(tmp_path / "w.db", durability="normal", schema=SCHEMA, thread_name="t", inline=True)
+    seen: list[tuple[str, bool, int]] = []
+    reader_conn = worker._reader_conn
+    monkeypatch.setattr(worker, "_reader_conn", lambda: _RecordingConnection(reader_conn(), worker, seen))
+    try:
+        for batch in range(3):
+            await asyncio.gather(*(worker.submit(_insert(f"{batch}-{i}")) for i in range(30)))
+        if worker._checkpoint_run is not None:
+            await worker._checkpoint_run
+        assert [mode for mode, _held, _size in seen] == (["PASSIVE"] if every_writes == 50 else [])
+    finally:
+        await worker.close()
+
+
 async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
