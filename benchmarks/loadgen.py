@@ -33,11 +33,14 @@ MAX_LATENCY_SAMPLES = 1_000_000
 TASK_TEXT = "stream:1"
 
 
-def _body(method: str, text: str, prefix: bytes, n: int) -> bytes:
-    # A fresh messageId per request: our server is idempotent by messageId.
+def _body(method: str, text: str, prefix: bytes, n: int, ids: str = "counter") -> bytes:
+    # A fresh messageId per request: our server is idempotent by messageId. "uuid": a random
+    # UUID, what the A2A SDKs' clients send; "counter": PREFIX-N (ids in the order they are
+    # sent, which a store indexes at its end: cheaper than real ids).
+    message_id = str(uuid.uuid4()).encode() if ids == "uuid" else b"%s-%d" % (prefix, n)
     return (
-        b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"message":{"messageId":"%s-%d",'
-        b'"role":"ROLE_USER","parts":[{"text":"%s"}]}}}' % (n, method.encode(), prefix, n, text.encode())
+        b'{"jsonrpc":"2.0","id":%d,"method":"%s","params":{"message":{"messageId":"%s",'
+        b'"role":"ROLE_USER","parts":[{"text":"%s"}]}}}' % (n, method.encode(), message_id, text.encode())
     )
 
 
@@ -60,7 +63,7 @@ def _percentile(sorted_values: list[float], q: float) -> float | None:
 
 
 async def run_send(
-    url: str, connections: int, warmup: float, duration: float, timeout: float, text: str = "hello"
+    url: str, connections: int, warmup: float, duration: float, timeout: float, text: str = "hello", ids: str = "uuid"
 ) -> dict:
     window = Window(warmup, duration)
     prefix = uuid.uuid4().hex[:12].encode()
@@ -84,7 +87,7 @@ async def run_send(
                     return
                 good = False
                 try:
-                    async with s.post(url, data=_body("SendMessage", text, prefix, n), headers=HEADERS) as resp:
+                    async with s.post(url, data=_body("SendMessage", text, prefix, n, ids), headers=HEADERS) as resp:
                         payload = await resp.read()
                         good = resp.status == 200 and b'"result"' in payload
                         # A task case must come back completed (with its artifact).
@@ -349,6 +352,7 @@ def main() -> None:
     parser.add_argument("--warmup", type=float, default=2.0)
     parser.add_argument("--duration", type=float, default=8.0)
     parser.add_argument("--timeout", type=float, default=30.0, help="per request (send) or per read (sse)")
+    parser.add_argument("--message-ids", choices=["uuid", "counter"], default="uuid", help="send and task modes")
     args = parser.parse_args()
     if not args.url.startswith(("http://127.0.0.1", "http://localhost", "http://[::1]")):
         sys.exit("loadgen: refusing a non-loopback URL")
@@ -362,7 +366,7 @@ def main() -> None:
         return
     if args.mode in ("send", "task"):
         text = "hello" if args.mode == "send" else TASK_TEXT
-        coro = run_send(args.url, args.connections, args.warmup, args.duration, args.timeout, text)
+        coro = run_send(args.url, args.connections, args.warmup, args.duration, args.timeout, text, args.message_ids)
     else:
         coro = run_sse(args.url, args.streams, args.chunks, args.warmup, args.duration, args.timeout)
     try:

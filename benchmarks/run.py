@@ -147,6 +147,8 @@ def bench_send_wrk(
             "--",
             prefix,
             text,
+            "",  # no webhook
+            args.message_ids,
         ]
         return P.run_captured(procs, f"wrk-{tag}", cmd, cpu=cpu, timeout=seconds + 30)
 
@@ -165,6 +167,7 @@ def bench_send_wrk(
         "mode": "send" if text == "hello" else "task",
         "loadgen": "wrk",
         "connections": args.connections,
+        "message_ids": args.message_ids,
         "duration_s": round(seconds, 3),
         "requests": good,
         "errors": errors,
@@ -180,7 +183,7 @@ def bench_python(procs: Procs, mode: str, url: str, args: argparse.Namespace, cp
     cmd = [sys.executable, str(HERE / "loadgen.py"), mode, "--url", url]
     cmd += ["--warmup", str(args.warmup), "--duration", str(args.duration)]
     if mode in ("send", "task"):
-        cmd += ["--connections", str(args.connections)]
+        cmd += ["--connections", str(args.connections), "--message-ids", args.message_ids]
     else:
         cmd += ["--streams", str(args.streams), "--chunks", str(args.chunks)]
     out = P.run_captured(procs, f"loadgen-{tag}", cmd, cpu=cpu, timeout=args.warmup + args.duration + 60)
@@ -590,6 +593,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="SendMessage load generator (auto: wrk when installed); SSE always uses Python",
     )
     p.add_argument("--connections", type=int, default=32)
+    p.add_argument(
+        "--message-ids",
+        choices=["uuid", "counter"],
+        default="uuid",
+        help="messageIds of SendMessage: random UUIDs (default: what the A2A SDKs' clients send) or "
+        "a counter (ids in sending order, which a store indexes at its end: cheaper; the figures "
+        "before 2026-11-26 were taken with it)",
+    )
     p.add_argument("--streams", type=int, default=4, help="concurrent SSE streams")
     p.add_argument("--chunks", type=int, default=2000, help="N in stream:N (at most 10000)")
     p.add_argument("--warmup", type=float, default=2.0, help="seconds of load before each window")
