@@ -374,19 +374,41 @@ async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
 
 
 class _RecordingConnection:
-    """The reader thread's connection, noting each checkpoint it runs and whether the writes
-    were held when it began."""
+    """The reader thread's connection, noting each checkpoint it runs, whether the writes were
+    held when it began (``seen``), and how many frames it found in the WAL (``found``)."""
 
-    def __init__(self, conn: sqlite3.Connection, worker: SQLiteWorker, seen: list[tuple[str, bool, int]]) -> None:
+    def __init__(
+        self,
+        conn: sqlite3.Connection,
+        worker: SQLiteWorker,
+        seen: list[tuple[str, bool, int]],
+        found: list[int] | None = None,
+    ) -> None:
         self._conn = conn
         self._worker = worker
         self._seen = seen
+        self._found = found
 
     def execute(self, sql: str, *args: object) -> sqlite3.Cursor:
         if sql.startswith("PRAGMA wal_checkpoint("):
             mode = sql[len("PRAGMA wal_checkpoint(") : -1]
             self._seen.append((mode, self._worker._held is not None, _wal_size(self._worker.path)))
+            cursor = self._conn.execute(sql, *args)
+            row = cursor.fetchone()
+            if self._found is not None:
+                self._found.append(row[1] if row is not None else 0)
+            return _Fetched(row)  # type: ignore[return-value]
         return self._conn.execute(sql, *args)
+
+
+class _Fetched:
+    """A cursor whose one row was read already."""
+
+    def __init__(self, row: tuple[int, int, int] | None) -> None:
+        self._row = row
+
+    def fetchone(self) -> tuple[int, int, int] | None:
+        return self._row
 
 
 @pytest.mark.parametrize("every_writes", [50, 10**6])
@@ -417,8 +439,9 @@ async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Past its limit the WAL starts again from its beginning; the writes are held only for a
-    resetting checkpoint that follows a passive one (which copied the bulk with the writes going
-    on), and that one restarts the WAL rather than truncating the file."""
+    resetting checkpoint that follows passive ones (which copied the bulk with the writes going
+    on, then what came meanwhile), and that one restarts the WAL rather than truncating the
+    file."""
     from a2a.server.stores import sqlite_worker
 
     limit = 1024 * 1024
@@ -428,8 +451,9 @@ async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
     path = tmp_path / "w.db"
     worker = SQLiteWorker(path, durability="normal", schema=SCHEMA, thread_name="t", inline=True)
     seen: list[tuple[str, bool, int]] = []
+    found: list[int] = []
     reader_conn = worker._reader_conn
-    monkeypatch.setattr(worker, "_reader_conn", lambda: _RecordingConnection(reader_conn(), worker, seen))
+    monkeypatch.setattr(worker, "_reader_conn", lambda: _RecordingConnection(reader_conn(), worker, seen, found))
     blob = b"x" * 2000
     try:
         for batch in range(300):
@@ -452,5 +476,9 @@ async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
         # The file is reused, not truncated (unless it ran past twice the limit).
         assert mode == ("TRUNCATE" if size > 2 * limit else "RESTART"), seen[i]
         assert seen[i - 1][:2] == ("PASSIVE", False), seen[: i + 1]  # the bulk copied with the writes going on
+        # ... and a second passive one copied what came during the first, which had found the
+        # WAL past its limit (the chase), so that the hold is only for what came meanwhile.
+        assert seen[i - 2][:2] == ("PASSIVE", False), seen[: i + 1]
+        assert found[i - 2] * (4096 + 24) > limit, (found[: i + 1], seen[: i + 1])
     assert all(not held for mode, held, _ in seen if mode == "PASSIVE")
     assert any(mode == "RESTART" for mode, _, _ in seen), seen
