@@ -263,19 +263,26 @@ async def test_retention_sweeps_ended_tasks_and_old_records_only(tmp_path: Path)
         await store.close()
 
 
-async def test_the_sweep_reads_ended_tasks_by_their_index_on_a_new_and_an_old_file(tmp_path: Path) -> None:
-    # A file written before ``tasks_ended`` had ``tasks_ended_by_ts`` (state IN (...)), which
-    # the sweep's query did not use: it read the whole table at every sweep.
+def _old_tasks_file(tmp_path: Path, index_sql: str) -> Path:
+    """A store file as an earlier version wrote it: the tasks table and one index of its own."""
     path = tmp_path / "tasks.db"
     with sqlite3.connect(path) as old:
         old.execute(
             "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tenant TEXT NOT NULL, "
             "context_id TEXT, state TEXT NOT NULL, ts TEXT NOT NULL, last_seq INTEGER NOT NULL, body BLOB NOT NULL)"
         )
-        old.execute(
-            "CREATE INDEX tasks_ended_by_ts ON tasks (ts) WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED')"
-        )
+        old.execute(index_sql)
     old.close()
+    return path
+
+
+async def test_the_sweep_reads_ended_tasks_by_their_index_on_a_new_and_an_old_file(tmp_path: Path) -> None:
+    # A file written before ``tasks_ended`` had ``tasks_ended_by_ts`` (state IN (...)), which
+    # the sweep's query did not use: it read the whole table at every sweep.
+    path = _old_tasks_file(
+        tmp_path,
+        "CREATE INDEX tasks_ended_by_ts ON tasks (ts) WHERE state IN ('TASK_STATE_COMPLETED', 'TASK_STATE_FAILED')",
+    )
     store = SQLiteTaskStore(path, task_retention=100.0, idempotency_retention=50.0)
     try:
         await store.save(TaskRecord(_task("t", TaskState.COMPLETED, "2026-01-01T00:00:00.000000Z")))
@@ -297,14 +304,7 @@ async def test_list_tasks_reads_the_owner_index_backwards_on_a_new_and_an_old_fi
     # ``tasks_by_owner`` was (owner, tenant, ts DESC, id DESC): every new task went to the
     # index's left-hand edge. It is ascending now (appended at its end); an old file's index is
     # rebuilt, and ListTasks still reads it without a sort, newest first.
-    path = tmp_path / "tasks.db"
-    with sqlite3.connect(path) as old:
-        old.execute(
-            "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tenant TEXT NOT NULL, "
-            "context_id TEXT, state TEXT NOT NULL, ts TEXT NOT NULL, last_seq INTEGER NOT NULL, body BLOB NOT NULL)"
-        )
-        old.execute("CREATE INDEX tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC)")
-    old.close()
+    path = _old_tasks_file(tmp_path, "CREATE INDEX tasks_by_owner ON tasks (owner, tenant, ts DESC, id DESC)")
     store = SQLiteTaskStore(path)
     try:
         for i in range(5):
