@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import sqlite3
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -70,21 +71,27 @@ async def test_a_quick_task_is_one_task_write(tmp_path: Path) -> None:
         await again.close()
 
 
+def _enqueued_keys(store: SQLiteTaskStore, keep: Callable[[object], bool] = lambda key: True) -> list[object]:
+    """The key of every write ``store`` queues from now on (of those ``keep`` accepts)."""
+    keys: list[object] = []
+    real = store._db._enqueue
+
+    def counting(op: Any) -> None:
+        if keep(op.key):
+            keys.append(op.key)
+        real(op)
+
+    store._db._enqueue = counting  # type: ignore[method-assign]
+    return keys
+
+
 async def test_a_quick_tasks_last_save_is_its_queued_first_save(tmp_path: Path) -> None:
     """Inline writer: the last save of a task whose queued first save has not run yet is that
     write (prepared when its batch runs), not a second one merged into it."""
     store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
     handler = RequestHandler(load_example("echo_agent.py"), store)
     await handler.start()
-    task_ops: list[object] = []
-    real = store._db._enqueue
-
-    def counting(op: Any) -> None:
-        if isinstance(op.key, tuple) and op.key[0] == "task":
-            task_ops.append(op.key)
-        real(op)
-
-    store._db._enqueue = counting  # type: ignore[method-assign]
+    task_ops = _enqueued_keys(store, lambda key: isinstance(key, tuple) and key[0] == "task")
     try:
         answer = await handler.send_message(send("stream:1"), NOBODY)
         assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
@@ -101,14 +108,7 @@ async def test_a_quick_task_and_its_claim_are_one_write(tmp_path: Path) -> None:
     store = SQLiteTaskStore(tmp_path / "tasks.db", exclusive=True)
     handler = RequestHandler(load_example("echo_agent.py"), store)
     await handler.start()
-    ops: list[object] = []
-    real = store._db._enqueue
-
-    def counting(op: Any) -> None:
-        ops.append(op.key)
-        real(op)
-
-    store._db._enqueue = counting  # type: ignore[method-assign]
+    ops = _enqueued_keys(store)
     try:
         request = send("stream:1")
         answer = await handler.send_message(request, NOBODY)
