@@ -254,6 +254,13 @@ async def test_an_embedded_servers_answers_pass_its_applications_signals(connect
     assert json.loads(rest.body)["message"]["parts"][0]["text"] == "embedded rest"
 
 
+async def _echo_behind(serve: StartServer, connect: Any, middleware: Any) -> Any:
+    """A raw connection to the echo agent served behind ``middleware``."""
+    server = await serve(load_module("echo_agent.py").agent, middlewares=[middleware])
+    assert server.url is not None
+    return await connect(server.url)
+
+
 async def test_a_middleware_may_change_the_answer(serve: StartServer, connect: Any) -> None:
     async def decorate(request: web.Request, handler: Handler) -> web.StreamResponse:
         response = await handler(request)
@@ -261,9 +268,7 @@ async def test_a_middleware_may_change_the_answer(serve: StartServer, connect: A
         response.set_cookie("seen", "1")
         return response
 
-    server = await serve(load_module("echo_agent.py").agent, middlewares=[decorate])
-    assert server.url is not None
-    conn = await connect(server.url)
+    conn = await _echo_behind(serve, connect, decorate)
     first = await conn.ask(jsonrpc_request("decorated"))
     second = await conn.ask(jsonrpc_request("again"))
     for answer in (first, second):
@@ -287,9 +292,7 @@ async def test_an_answer_prepared_by_a_middleware_may_still_be_changed(serve: St
             await response.write(b"")  # the same, by writing
         return response
 
-    server = await serve(load_module("echo_agent.py").agent, middlewares=[early])
-    assert server.url is not None
-    conn = await connect(server.url)
+    conn = await _echo_behind(serve, connect, early)
     rpc = await conn.ask(jsonrpc_request("prepared early"))
     rest = await conn.ask(rest_request("written early"))
     for answer in (rpc, rest):
