@@ -5,6 +5,7 @@ the test releases by hand)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 
 import pytest
@@ -137,22 +138,27 @@ def _quick_agent() -> Agent:
     return agent
 
 
-async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
-    agent = _quick_agent()
-    store = HeldStore()
-    handler = RequestHandler(agent, store)
+@contextlib.asynccontextmanager
+async def _quick_task() -> AsyncIterator[tuple[RequestHandler, Task]]:
+    """A handler of ``_quick_agent`` on a ``HeldStore``, and the task one send completed."""
+    handler = RequestHandler(_quick_agent(), HeldStore())
     await handler.start()
     try:
         answer = await handler.send_message(send(), NOBODY)
         assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+        yield handler, answer.task
+    finally:
+        await handler.shutdown()
+
+
+async def test_a_quick_task_queues_its_first_save_into_its_last() -> None:
+    async with _quick_task() as (handler, task):
         # The awaited last save committed the queued first one before it: everything published.
-        stream: list[StreamResponse] = [logged.event async for logged in _first(handler, answer.task.id, 3)]
+        stream: list[StreamResponse] = [logged.event async for logged in _first(handler, task.id, 3)]
         assert [isinstance(e.task, Task) for e in stream] == [True, False, False]
         assert isinstance(stream[1].artifact_update, TaskArtifactUpdateEvent)
         assert isinstance(stream[2].status_update, TaskStatusUpdateEvent)
         assert stream[2].status_update.status.state == TaskState.COMPLETED
-    finally:
-        await handler.shutdown()
 
 
 async def test_a_save_awaited_after_a_queued_one_releases_the_held_events_itself(
@@ -168,19 +174,11 @@ async def test_a_save_awaited_after_a_queued_one_releases_the_held_events_itself
         real(self, commit)
 
     monkeypatch.setattr(Run, "_committed", counting)
-    agent = _quick_agent()
-    store = HeldStore()
-    handler = RequestHandler(agent, store)
-    await handler.start()
-    try:
-        answer = await handler.send_message(send(), NOBODY)
-        assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
+    async with _quick_task() as (handler, task):
         for _ in range(5):
             await asyncio.sleep(0)
         assert calls == []
-        assert [logged.seq async for logged in _first(handler, answer.task.id, 3)] == [1, 2, 3]
-    finally:
-        await handler.shutdown()
+        assert [logged.seq async for logged in _first(handler, task.id, 3)] == [1, 2, 3]
 
 
 async def test_a_failed_queued_save_holds_the_events_until_a_save_succeeds() -> None:
