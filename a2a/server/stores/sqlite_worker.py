@@ -12,7 +12,7 @@
   together get to their writes a turn or two apart, and one transaction is cheaper than three
   (see ``FLUSH_AFTER_TURNS``). Where the writer is: with ``inline=True``
   (``durability="normal"`` on a file no other process writes: what ``a2a serve`` runs) the
-  batch is committed on the event loop's own thread at the end of the iteration, before the
+  batch is committed on the event loop's own thread at the end of its last turn, before the
   loop goes on: the commit is a ``write()`` of the new pages to the WAL (no fsync, no lock held
   by anybody else to wait for), cheaper than two thread hand-overs, and the loop cannot answer
   anybody in between. Checkpoints (copying the WAL into the file, with an fsync) then run on the
@@ -77,7 +77,8 @@ class _Op:
 
 @dataclass(slots=True)
 class _Outbox:
-    """Writes queued on one event loop during the current iteration."""
+    """Writes queued on one event loop since its batch's first (its flush waits
+    ``FLUSH_AFTER_TURNS`` turns for more)."""
 
     ops: list[_Op] = field(default_factory=list)
     #: Turns of the loop its flush has waited so far (see ``FLUSH_AFTER_TURNS``).
@@ -164,7 +165,8 @@ class SQLiteWorker:
         self.path = path
         self.inline = inline
         self._inline_conn: sqlite3.Connection | None = None
-        #: Inline only: batches committed since the last checkpoint, and the checkpoint running.
+        #: Inline only: batches (and the writes in them) committed since the last checkpoint,
+        #: and the checkpoint running.
         self._since_checkpoint = 0
         self._written_since_checkpoint = 0
         self._checkpointing = False
