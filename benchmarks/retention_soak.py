@@ -82,7 +82,10 @@ def main() -> int:
             server.terminate()
             server.wait(timeout=30)
         with sqlite3.connect(db) as conn:
-            counts = {t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0] for t in ("tasks", "messages")}
+            counts = {
+                t: conn.execute(f"SELECT COUNT(*) FROM {t}").fetchone()[0]
+                for t in ("tasks", "message_log", "message_keys")
+            }
         half = [size for _, _, size in samples[len(samples) // 2 :]]
         print(
             f"\n{done:,} requests in {samples[-1][0]:.0f}s, retention {args.retention:g}s: file at the end "

@@ -27,7 +27,7 @@ from a2a import A2AClient, RetryPolicy
 from a2a.client import user_message
 from a2a.server.handler import RESTART_NOTE
 from a2a.types import Role, Task, TaskState
-from tests.durability.conftest import ServeProcess, free_port, poll_until
+from tests.durability.conftest import ServeProcess, free_port, poll_until, serve_env
 
 T = TypeVar("T")
 
@@ -39,6 +39,10 @@ TEST_BUDGET = 150.0
 #: One call, all its retries included; a restart takes about a second.
 CALL_DEADLINE = 45.0
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
+
+#: New idempotency records indexed every 40 (``sqlite_idempotency``), so that kills fall during
+#: merges too, and each restart indexes the records that were not yet.
+_SERVE_ENV = serve_env(A2A_TEST_SQLITE_MERGE_AT="40")
 
 pytestmark = [pytest.mark.timeout(TEST_BUDGET + 60), pytest.mark.slow]  # kills `a2a serve` processes
 
@@ -102,7 +106,7 @@ class Killer:
     def start(self) -> ServeProcess:
         log = self.log_dir / f"serve-{len(self.logs)}.err"
         self.logs.append(log)
-        return ServeProcess(self.args, log_path=log)
+        return ServeProcess(self.args, log_path=log, env=_SERVE_ENV)
 
     async def run(self, progress: Callable[[], int]) -> None:
         for point in self.points:
@@ -173,7 +177,7 @@ async def test_sigkill_ten_times_while_clients_submit_a_thousand_tasks(tmp_path:
     store = f"sqlite:///{tmp_path / 'tasks.db'}"  # an absolute path: sqlite:////tmp/...
     args = ["examples/echo_agent.py:agent", "--port", str(port), "--store", store]
     points = sorted(rng.sample(range(30, TOTAL_TASKS - 40), KILLS))
-    first = ServeProcess(args, log_path=tmp_path / "serve-0.err")
+    first = ServeProcess(args, log_path=tmp_path / "serve-0.err", env=_SERVE_ENV)
     killer = Killer(args, tmp_path, rng, points, first, logs=[first.log_path])
     url = await asyncio.to_thread(killer.server.wait_serving)
     assert url == f"http://127.0.0.1:{port}"

@@ -18,7 +18,7 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 def _rows(path: Path) -> list[tuple[str, str | None, bytes | None]]:
     with sqlite3.connect(path) as conn:
-        return conn.execute("SELECT message_id, task_id, message FROM messages ORDER BY message_id").fetchall()
+        return conn.execute("SELECT message_id, task_id, message FROM message_log ORDER BY message_id").fetchall()
 
 
 def _task(task_id: str) -> TaskRecord:

@@ -192,7 +192,7 @@ async def test_a_reply_recorded_over_a_queued_claim_is_one_row(tmp_path: Path) -
     finally:
         await store.close()
     with sqlite3.connect(tmp_path / "tasks.db") as conn:
-        assert conn.execute("SELECT COUNT(*) FROM messages").fetchone()[0] == 1
+        assert conn.execute("SELECT COUNT(*) FROM message_log").fetchone()[0] == 1
 
 
 @pytest.mark.parametrize("exclusive", [True, False])

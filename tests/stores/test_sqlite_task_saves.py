@@ -116,7 +116,7 @@ async def test_a_quick_task_and_its_claim_are_one_write(tmp_path: Path) -> None:
         assert ops == [("task", answer.task.id)], "the claim is written by the task's write"
         assert not store._pending_claims and not store._unwritten, "nothing kept once committed"
         with sqlite3.connect(store.path) as conn:
-            rows = conn.execute("SELECT task_id FROM messages").fetchall()
+            rows = conn.execute("SELECT task_id FROM message_log").fetchall()
         assert rows == [(answer.task.id,)]
         retried = await handler.send_message(request, NOBODY)
         assert isinstance(retried.task, Task) and retried.task.id == answer.task.id

@@ -14,9 +14,10 @@ the loop's own writer, which prepares it when the batch runs; else it replaces i
 
 **The idempotency claim** (``exclusive=True``, what ``a2a serve`` opens: this process is the
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
-primary-key lookup of the committed ones, skipped when the key filter (``key_filter``: built
-from the table on the reader thread at start, fed by every write) shows the key was never
-written, which is the case for almost every new messageId. Its row is kept in memory until
+lookup of the committed ones, skipped when the key filter (``key_filter``: built from the
+records on the reader thread at start, fed by every write) shows the key was never written,
+which is the case for almost every new messageId. Records are appended to a log and indexed by
+key later, in the background, in key order (``sqlite_idempotency``). Its row is kept in memory until
 the first write that depends on it, the task's first save (queued just before it, into the same
 batch) or the reply's record (the same row: one write), which the handler always awaits before
 it answers; a claim lost with the process was never accepted, so a retry runs it anew.
@@ -41,7 +42,7 @@ import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol, TypeVar
+from typing import Any, Literal, TypeVar
 
 import msgspec
 
@@ -61,6 +62,9 @@ from ..store import (
     encode_cursor,
 )
 from .key_filter import KeyFilter
+from .sqlite_idempotency import MERGE_AT, MERGE_EVERY, MERGE_SLICE, Executes, MessageRecords, expire, recover, unindexed
+from .sqlite_idempotency import SCHEMA as MESSAGES_SCHEMA
+from .sqlite_idempotency import migrate as migrate_messages
 from .sqlite_worker import SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
@@ -100,7 +104,8 @@ class StoreInUseError(A2AError):
 
 T = TypeVar("T")
 
-_SCHEMA = f"""
+_SCHEMA = (
+    f"""
 CREATE TABLE IF NOT EXISTS tasks (
     id TEXT PRIMARY KEY,
     owner TEXT NOT NULL,
@@ -121,17 +126,9 @@ CREATE TABLE IF NOT EXISTS task_parts (
     parts BLOB NOT NULL
 );
 CREATE INDEX IF NOT EXISTS task_parts_by_task ON task_parts (task_id, seq);
-CREATE TABLE IF NOT EXISTS messages (
-    owner TEXT NOT NULL,
-    tenant TEXT NOT NULL,
-    message_id TEXT NOT NULL,
-    fingerprint TEXT NOT NULL,
-    task_id TEXT,
-    message BLOB,
-    at REAL NOT NULL DEFAULT 0,
-    PRIMARY KEY (owner, tenant, message_id)
-);
 """
+    + MESSAGES_SCHEMA  # the idempotency records: ``sqlite_idempotency``
+)
 
 
 def _migrate(conn: sqlite3.Connection) -> None:
@@ -154,6 +151,10 @@ def _migrate(conn: sqlite3.Connection) -> None:
         # Built again by the schema right after: once, and as long as the table is big.
         log.info("rebuilding the index tasks_by_owner of this store (once, after an upgrade)")
         conn.execute("DROP INDEX tasks_by_owner")
+    # Idempotency records: from ``messages`` to their log and index (once), and the log's rows
+    # that a server which then stopped had not indexed yet (``sqlite_idempotency``).
+    migrate_messages(conn)
+    recover(conn)
 
 
 #: The ended tasks past a cutoff, oldest first, a chunk at a time (by ``tasks_ended``).
@@ -166,12 +167,6 @@ _UPSERT_TASK = (
     "last_seq=excluded.last_seq, body=excluded.body"
 )
 
-_UPSERT_MESSAGE = (
-    "INSERT INTO messages (owner, tenant, message_id, fingerprint, task_id, message, at) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT(owner, tenant, message_id) DO UPDATE SET "
-    "fingerprint=excluded.fingerprint, task_id=excluded.task_id, message=excluded.message"
-)
-
 
 @dataclass(slots=True)
 class _Shape:
@@ -182,14 +177,6 @@ class _Shape:
     rows: int
     #: Its lists are in rows of their own (else the whole task is in its row).
     split: bool
-
-
-class _Executes(Protocol):
-    """What a task's write needs of a connection: a connection, or a cursor kept on one."""
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
-
-    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
 
 
 #: The shape of every task written whole in its row (shared: a shape is never changed, only
@@ -277,6 +264,13 @@ class SQLiteTaskStore(TaskStore):
         self._keys_written: list[tuple[str, str, str]] | None = None
         self._keys_build: asyncio.Future[KeyFilter] | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        #: The idempotency records' statements and, ``exclusive`` only, the keys appended and not
+        #: yet indexed (``sqlite_idempotency``); the keys claimed here as new whose first write is
+        #: not committed yet (appended without a look at the index); the merge's task and wake-up.
+        self._message_records = MessageRecords()
+        self._fresh: set[tuple[str, str, str]] = set()
+        self._merger: asyncio.Task[None] | None = None
+        self._merge_due: asyncio.Event | None = None
         self._parts_decoder = decoder_for(list[Part])
         self._history_decoder = decoder_for(list[Message])
         #: Per task saved here and not ended: what its part rows hold (see ``_split``).
@@ -325,6 +319,9 @@ class SQLiteTaskStore(TaskStore):
         """First write on a running loop: start the retention sweep, and the key filter's build."""
         if self._sweeper is None and (self.task_retention or self.idempotency_retention):
             self._sweeper = asyncio.get_running_loop().create_task(self._sweep_forever(), name="a2a-sqlite-sweep")
+        if self.exclusive and self._merger is None:
+            self._merge_due = asyncio.Event()
+            self._merger = asyncio.get_running_loop().create_task(self._merge_forever(), name="a2a-sqlite-merge")
         if self.exclusive and self._keys is None and self._keys_written is None:
             self._build_keys()
 
@@ -339,7 +336,7 @@ class SQLiteTaskStore(TaskStore):
 
         def scan(conn: sqlite3.Connection) -> KeyFilter:
             keys = KeyFilter()
-            cursor = conn.execute("SELECT owner, tenant, message_id FROM messages")
+            cursor = conn.execute("SELECT owner, tenant, message_id FROM message_log")
             while rows := cursor.fetchmany(4096):
                 keys.update(rows)  # a row is the key's tuple: equal tuples hash alike
             return keys
@@ -400,7 +397,7 @@ class SQLiteTaskStore(TaskStore):
         if not self._row_only(record):
             return None
         task_id = record.task.id
-        claims: list[tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord]] | None = None
+        claims: list[tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord, bool]] | None = None
         write: Callable[[sqlite3.Connection], None]
         if self._db.inline:
             # The task's claims are rows of this very write (no write of their own): with the
@@ -422,8 +419,8 @@ class SQLiteTaskStore(TaskStore):
                 if cursor is None or cursor.connection is not conn:
                     cursor = self._cursor = conn.cursor()
                 if claims is not None:
-                    for _key, values, _pending in claims:
-                        cursor.execute(_UPSERT_MESSAGE, values)
+                    for _key, values, _pending, fresh in claims:
+                        self._message_records.write(cursor, values, fresh=fresh)
                 row = self._row_alone(record)
                 if row is not None:
                     cursor.execute(_UPSERT_TASK, row)  # the row alone: no closure made for it
@@ -443,7 +440,7 @@ class SQLiteTaskStore(TaskStore):
             if error is not None:
                 self._shapes.pop(task_id, None)  # as in ``save``
             if claims is not None:
-                for key, _values, pending in claims:
+                for key, _values, pending, _fresh in claims:
                     self._message_written(key, pending)
 
         commit: asyncio.Future[None] = self._db.defer(write, key=("task", task_id), on_commit=committed)
@@ -476,7 +473,7 @@ class SQLiteTaskStore(TaskStore):
         record.fresh = False  # a write of it is queued now
         return _task_row(record, encode(task))
 
-    def _prepare(self, record: TaskRecord) -> tuple[Callable[[_Executes], None], tuple[str, str] | None]:
+    def _prepare(self, record: TaskRecord) -> tuple[Callable[[Executes], None], tuple[str, str] | None]:
         """The write of a save (encoded now, on the loop, so later changes to the task cannot
         race it) and its merge key (``None``: never merged away)."""
         if self._sweeper is None or self._keys is None:  # (a call less for every save once warm)
@@ -486,7 +483,7 @@ class SQLiteTaskStore(TaskStore):
         record.fresh = False  # a write of it is queued now
         values = _task_row(record, encode(skeleton))
 
-        def write_task(conn: _Executes) -> None:
+        def write_task(conn: Executes) -> None:
             conn.execute(_UPSERT_TASK, values)
 
         if not (parts or replace_parts):
@@ -494,7 +491,7 @@ class SQLiteTaskStore(TaskStore):
             return write_task, ("task", task.id)
         task_id = task.id
 
-        def write_all(conn: _Executes) -> None:
+        def write_all(conn: Executes) -> None:
             if replace_parts:
                 conn.execute("DELETE FROM task_parts WHERE task_id = ?", (task_id,))
             conn.executemany(
@@ -614,6 +611,7 @@ class SQLiteTaskStore(TaskStore):
             existing = self._committed_message(key)
         if existing is not None:
             return existing
+        self._fresh.add(key)  # nothing of it is on disk: its first write need not look
         if record.task_id is None:
             # Ours: queued, not awaited; it commits with (or before) the next write anybody awaits.
             self._write_message(key, record, wait=False)
@@ -637,23 +635,8 @@ class SQLiteTaskStore(TaskStore):
             self._write_message(key, self._pending_claims[key], wait=False)
 
     async def _claim_and_wait(self, key: tuple[str, str, str], record: IdempotencyRecord) -> IdempotencyRecord | None:
-        values = (*key, record.fingerprint, record.task_id, time.time())
-
-        def claim(conn: sqlite3.Connection) -> tuple[Any, ...] | None:
-            cursor = conn.execute(
-                "INSERT OR IGNORE INTO messages (owner, tenant, message_id, fingerprint, task_id, at) "
-                "VALUES (?, ?, ?, ?, ?, ?)",
-                values,
-            )
-            if cursor.rowcount == 1:
-                return None
-            row: tuple[Any, ...] | None = conn.execute(
-                "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
-                key,
-            ).fetchone()
-            return row
-
-        row = await self._db.write(claim)
+        values = _message_row(key, record)
+        row = await self._db.write(lambda conn: self._message_records.claim(conn, values))
         return None if row is None else self._idempotency(row)
 
     def _idempotency(self, row: tuple[Any, ...]) -> IdempotencyRecord:
@@ -663,28 +646,17 @@ class SQLiteTaskStore(TaskStore):
         )
 
     def _committed_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
-        def read(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
-            rows: list[tuple[Any, ...]] = conn.execute(
-                "SELECT fingerprint, task_id, message FROM messages WHERE owner = ? AND tenant = ? AND message_id = ?",
-                key,
-            ).fetchall()
-            return rows
-
-        rows = self._db.read_now(read)
-        return self._idempotency(rows[0]) if rows else None
+        row = self._db.read_now(lambda conn: self._message_records.find(conn, key))
+        return None if row is None else self._idempotency(row)
 
     def _write_message(self, key: tuple[str, str, str], record: IdempotencyRecord, *, wait: bool) -> Any:
         if not self.exclusive:
             values = _message_row(key, record)
-
-            def write_row(conn: sqlite3.Connection) -> None:
-                conn.execute(_UPSERT_MESSAGE, values)
-
-            return self._db.write(write_row, key=("message", key))
-        key, values, pending = self._message_queued(key, record)
+            return self._db.write(lambda conn: self._message_records.upsert(conn, values), key=("message", key))
+        key, values, pending, fresh = self._message_queued(key, record)
 
         def write(conn: sqlite3.Connection) -> None:
-            conn.execute(_UPSERT_MESSAGE, values)
+            self._message_records.write(conn, values, fresh=fresh)
 
         def committed(_error: BaseException | None) -> None:
             self._message_written(key, pending)
@@ -696,9 +668,10 @@ class SQLiteTaskStore(TaskStore):
 
     def _message_queued(
         self, key: tuple[str, str, str], record: IdempotencyRecord
-    ) -> tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord]:
+    ) -> tuple[tuple[str, str, str], tuple[Any, ...], IdempotencyRecord, bool]:
         """``exclusive``: the bookkeeping of a record whose row is queued now (in a write of its
-        own or in its task's): the key, the row, and the record pending until it is committed."""
+        own or in its task's): the key, the row, the record pending until it is committed, and
+        whether no row of the key was committed yet (``fresh``: see ``MessageRecords.write``)."""
         values = _message_row(key, record)
         claimed_for = self._unwritten.pop(key, None)
         if claimed_for is not None:  # queued now
@@ -716,12 +689,17 @@ class SQLiteTaskStore(TaskStore):
         if claimed_for is None or self._pending_claims.get(key) is not record:
             pending = IdempotencyRecord(record.fingerprint, record.task_id, record.message)
         self._pending_claims[key] = pending
-        return key, values, pending
+        if len(self._message_records.rows) >= MERGE_AT and self._merge_due is not None:
+            self._merge_due.set()
+        return key, values, pending, key in self._fresh
 
     def _message_written(self, key: tuple[str, str, str], pending: IdempotencyRecord) -> None:
         """Its write is done (committed: the lookup finds it on disk; or failed: never accepted)."""
         if self._pending_claims.get(key) is pending:
             del self._pending_claims[key]
+        # Committed (its row is where ``MessageRecords`` finds it), or failed (then a later
+        # write looks in the index first, in vain, and appends).
+        self._fresh.discard(key)
 
     async def get_message(self, key: tuple[str, str, str]) -> IdempotencyRecord | None:
         pending = self._pending_claims.get(key)
@@ -759,18 +737,7 @@ class SQLiteTaskStore(TaskStore):
             cutoff = now - self.idempotency_retention
 
             def messages(conn: sqlite3.Connection) -> int:
-                # Rows are claimed in time order, so rowid order is ``at`` order: the oldest
-                # come first, and the sweep stops at the first one still kept (no index on
-                # ``at`` to keep up per request).
-                sql = "SELECT rowid, at FROM messages ORDER BY rowid LIMIT ?"
-                rows = conn.execute(sql, (SWEEP_CHUNK,)).fetchall()
-                expired = []
-                for rowid, at in rows:
-                    if at >= cutoff:
-                        break
-                    expired.append((rowid,))
-                conn.executemany("DELETE FROM messages WHERE rowid = ?", expired)
-                return len(expired)
+                return expire(conn, cutoff, SWEEP_CHUNK)
 
             while (n := await self._db.write(messages)) > 0:
                 deleted += n
@@ -804,12 +771,50 @@ class SQLiteTaskStore(TaskStore):
             self._build_keys()
         return deleted
 
+    # ---- indexing new idempotency records (``sqlite_idempotency``) ---------------------------
+
+    async def _merge_forever(self) -> None:
+        due = self._merge_due
+        assert due is not None
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(due.wait(), MERGE_EVERY)
+            if self._message_records.rows:
+                try:
+                    await self.index_new_records()
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:  # noqa: BLE001 - lookups find the rows by their seq meanwhile
+                    log.warning(
+                        "could not index the new idempotency records of %s (next try in %.0f s): %r",
+                        self.path,
+                        MERGE_EVERY,
+                        exc,
+                    )
+            due.clear()  # (set again meanwhile by the writes of a merge this one left behind)
+
+    async def index_new_records(self, *, slice_size: int = MERGE_SLICE) -> int:
+        """Index the log's committed rows that are not indexed yet, in key order, a slice per
+        write; returns how many."""
+        items = await self._db.read(unindexed)
+        for start in range(0, len(items), slice_size):
+            await self._db.write(self._message_records.indexer(items[start : start + slice_size]))
+        if items:
+            await self._db.write(self._message_records.finisher(items))
+        return len(items)
+
     async def close(self) -> None:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._sweeper
-            self._sweeper = None
+        for task in (self._sweeper, self._merger):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._sweeper = self._merger = None
+        if self._message_records.rows:
+            try:  # one transaction: the file is left with every record indexed
+                await self.index_new_records(slice_size=1 << 62)
+            except Exception as exc:  # noqa: BLE001 - indexed when the file is opened next
+                log.warning("could not index the new idempotency records of %s at close: %r", self.path, exc)
         if self._keys_build is not None:
             self._keys_build.cancel()  # a scan still running ends with the reader, below
         await self._db.close()
@@ -834,7 +839,7 @@ def _task_row(record: TaskRecord, body: bytes) -> tuple[Any, ...]:
 
 
 def _message_row(key: tuple[str, str, str], record: IdempotencyRecord) -> tuple[Any, ...]:
-    """The ``messages`` row of an idempotency record (``_UPSERT_MESSAGE``'s values)."""
+    """The ``message_log`` row of an idempotency record (its columns in order)."""
     message = None if record.message is None else encode(record.message)
     return (*key, record.fingerprint, record.task_id, message, time.time())
 

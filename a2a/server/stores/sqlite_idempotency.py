@@ -1,0 +1,300 @@
+"""Idempotency records in SQLite: appended to a log, indexed by key later, in key order.
+
+Every ``SendMessage`` writes an idempotency record keyed by its ``messageId``, and clients draw
+those at random (``uuid4()``, ``crypto.randomUUID()``). Kept in a table keyed by them, each new
+record lands on a random page of the key's index: a page more in the WAL per record (a frame
+written by the commit, copied again by the next checkpoint), measured at 1.7 frames and about
+19 us of writer time per record, against 0.4 frames and 7 us for a record appended at the end
+of a table: a fifth of a SendMessage on the default ``a2a serve``, and the WAL resets behind
+its light-load tail.
+
+So a record is appended to ``message_log`` (keyed by ``seq``, a counter: always at the end of
+its B-tree) and never moves; ``message_keys`` maps each key to its ``seq``. A store alone on its
+file (``exclusive``) adds a new record's key to ``message_keys`` later, in the background:
+meanwhile it keeps the ``seq`` of every key appended since in memory (``MessageRecords.rows``),
+and once ``MERGE_AT`` keys wait or ``MERGE_EVERY`` seconds have passed it adds them in key
+order, ``MERGE_SLICE`` per transaction, so that a page of the index takes all the keys that fall
+into it at once. ``message_keys_upto`` says up to which ``seq`` the log is indexed.
+
+- **Lookups** try the ``seq`` in memory, then the index; each checks the log row's key (a
+  ``seq`` whose append was rolled back may be reused by another key's).
+- **Writes** of a known key update its log row where it is; a key the store knows to be new
+  (``fresh``) is appended without a look at the index.
+- **Recovery**: the map in memory dies with the process, so opening the file indexes whatever
+  the log holds past ``message_keys_upto`` before anything is read (``recover``).
+- **Several processes** (a store that is not ``exclusive``): each record is indexed in the
+  transaction that appends it (``claim``, ``upsert``), which is what makes a claim atomic
+  between them.
+- **Threads**: ``rows`` is changed only by writes (on the writer's thread) and read anywhere.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sqlite3
+from collections.abc import Callable, Sequence
+from typing import Any, Protocol
+
+__all__ = [
+    "MERGE_AT",
+    "MERGE_AT_ENV",
+    "MERGE_EVERY",
+    "MERGE_SLICE",
+    "SCHEMA",
+    "Executes",
+    "MessageRecords",
+    "expire",
+    "migrate",
+    "recover",
+    "unindexed",
+]
+
+log = logging.getLogger("a2a.server.sqlite")
+
+Key = tuple[str, str, str]
+
+#: Environment hook for the durability tests only: ``MERGE_AT`` (so that a test killing the
+#: server meets merges under way).
+MERGE_AT_ENV = "A2A_TEST_SQLITE_MERGE_AT"
+#: Keys appended before a merge starts. The gain is in the keys that share an index page in one
+#: merge: with ``K`` keys merged into an index of ``N`` leaf pages, about ``N * (1 - exp(-K/N))``
+#: pages are written, instead of ``K`` (one per key). Each key costs about 150 bytes of memory.
+MERGE_AT = int(os.environ.get(MERGE_AT_ENV) or 8192)
+#: ... or after this many seconds with any key waiting, so that a quiet server's keys are
+#: indexed soon too.
+MERGE_EVERY = 30.0
+#: Keys indexed per transaction (adjacent in key order): a slice touches at most this many index
+#: pages, a few milliseconds of the writer, so requests never wait long behind a merge.
+MERGE_SLICE = 512
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS message_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    task_id TEXT,
+    message BLOB,
+    at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS message_keys (
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (owner, tenant, message_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS message_keys_upto (seq INTEGER NOT NULL);
+"""
+
+_COLUMNS = "owner, tenant, message_id, fingerprint, task_id, message, at"
+_APPEND = f"INSERT INTO message_log ({_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?)"  # constants only
+_INDEX = "INSERT OR REPLACE INTO message_keys (owner, tenant, message_id, seq) VALUES (?, ?, ?, ?)"
+_UPDATE = (
+    "UPDATE message_log SET fingerprint = ?, task_id = ?, message = ? "
+    "WHERE seq = ? AND owner = ? AND tenant = ? AND message_id = ?"
+)
+_FIND_AT = (
+    "SELECT fingerprint, task_id, message FROM message_log "
+    "WHERE seq = ? AND owner = ? AND tenant = ? AND message_id = ?"
+)
+_SEQ_OF = "SELECT seq FROM message_keys WHERE owner = ? AND tenant = ? AND message_id = ?"
+_PAST = "SELECT owner, tenant, message_id, seq FROM message_log WHERE seq > ?"
+
+
+class Executes(Protocol):
+    """What a write needs of a connection: a connection, or a cursor kept on one."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
+
+
+class MessageRecords:
+    """The records' statements, and where each key appended since the last merge is."""
+
+    def __init__(self) -> None:
+        #: Key -> ``seq`` of the keys appended and not yet indexed (``exclusive`` only).
+        self.rows: dict[Key, int] = {}
+
+    # ---- a store alone on its file --------------------------------------------------------
+
+    def write(self, conn: Executes, values: Sequence[Any], *, fresh: bool) -> None:
+        """Write a record (``values``: the log's columns in order), inside a batch; its key is
+        indexed by a later merge.
+
+        ``fresh``: no row of this key was committed when the write was queued (a new claim),
+        so it is not looked for in the index."""
+        key: Key = (values[0], values[1], values[2])
+        seq = self.rows.get(key)
+        if seq is None and not fresh:
+            seq = _seq_of(conn, key)
+        if seq is not None and conn.execute(_UPDATE, (values[3], values[4], values[5], seq, *key)).rowcount:
+            return
+        appended = conn.execute(_APPEND, values).lastrowid
+        assert appended is not None
+        self.rows[key] = appended
+
+    def find(self, conn: sqlite3.Connection, key: Key) -> tuple[Any, ...] | None:
+        """The committed record of ``key`` (fingerprint, task id, message), or ``None``."""
+        seq = self.rows.get(key)
+        if seq is not None:
+            row: tuple[Any, ...] | None = conn.execute(_FIND_AT, (seq, *key)).fetchone()
+            if row is not None:
+                return row
+        seq = _seq_of(conn, key)
+        if seq is None:
+            return None
+        found: tuple[Any, ...] | None = conn.execute(_FIND_AT, (seq, *key)).fetchone()
+        return found
+
+    def indexer(self, items: Sequence[tuple[Any, ...]]) -> Callable[[sqlite3.Connection], None]:
+        """A write that indexes these (key, seq) rows, adjacent in key order."""
+
+        def index(conn: sqlite3.Connection) -> None:
+            conn.executemany(_INDEX, items)
+
+        return index
+
+    def finisher(self, items: Sequence[tuple[Any, ...]]) -> Callable[[sqlite3.Connection], None]:
+        """The write that ends a merge that indexed ``items`` (every row of the log up to the
+        greatest ``seq`` among them): says so in the file, and forgets their keys here."""
+        last = max(item[3] for item in items)
+
+        def finish(conn: sqlite3.Connection) -> None:
+            _indexed_upto(conn, last)
+            rows = self.rows
+            for owner, tenant, message_id, seq in items:
+                key = (owner, tenant, message_id)
+                if rows.get(key) == seq:  # (else written again since: appended anew)
+                    del rows[key]
+            if len(rows) > MERGE_AT:
+                # Left: keys appended since, and any whose append was rolled back (never
+                # committed, so in no merge); those have a ``seq`` up to ``last`` (rows appended
+                # since have a greater one: ``AUTOINCREMENT`` never reuses a committed row's).
+                for key in [key for key, seq in rows.items() if seq <= last]:
+                    del rows[key]
+
+        return finish
+
+    # ---- several processes on the file (each indexes at once) ---------------------------
+
+    def claim(self, conn: sqlite3.Connection, values: Sequence[Any]) -> tuple[Any, ...] | None:
+        """Append and index a new record, unless its key has one: then that record."""
+        key: Key = (values[0], values[1], values[2])
+        existing = self.find(conn, key)
+        if existing is None:
+            _append_indexed(conn, values)
+        return existing
+
+    def upsert(self, conn: sqlite3.Connection, values: Sequence[Any]) -> None:
+        """Write a record, indexed at once."""
+        key: Key = (values[0], values[1], values[2])
+        seq = self.rows.get(key)
+        if seq is None:
+            seq = _seq_of(conn, key)
+        if seq is None or not conn.execute(_UPDATE, (values[3], values[4], values[5], seq, *key)).rowcount:
+            _append_indexed(conn, values)
+
+
+def _seq_of(conn: Executes, key: Key) -> int | None:
+    row = conn.execute(_SEQ_OF, key).fetchone()
+    return None if row is None else int(row[0])
+
+
+def _append_indexed(conn: sqlite3.Connection, values: Sequence[Any]) -> None:
+    seq = conn.execute(_APPEND, values).lastrowid
+    conn.execute(_INDEX, (values[0], values[1], values[2], seq))
+
+
+def indexed_upto(conn: sqlite3.Connection) -> int:
+    """The ``seq`` up to which every row of the log is indexed."""
+    row = conn.execute("SELECT seq FROM message_keys_upto").fetchone()
+    return 0 if row is None else int(row[0])
+
+
+def _indexed_upto(conn: sqlite3.Connection, seq: int) -> None:
+    if conn.execute("UPDATE message_keys_upto SET seq = ? WHERE seq < ?", (seq, seq)).rowcount == 0:
+        conn.execute(
+            "INSERT INTO message_keys_upto (seq) SELECT ? WHERE NOT EXISTS (SELECT 1 FROM message_keys_upto)", (seq,)
+        )
+
+
+def unindexed(conn: sqlite3.Connection) -> list[tuple[Any, ...]]:
+    """The log's rows past ``indexed_upto``, as (owner, tenant, message id, seq) in key order
+    (a read: committed rows only). Indexed in this order, a later row of a key (a write that
+    missed the first's row) replaces an earlier one. (Sorted here: SQLite's sorter took three
+    times as long.)"""
+    items: list[tuple[Any, ...]] = conn.execute(_PAST, (indexed_upto(conn),)).fetchall()
+    items.sort()
+    return items
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """A file of an earlier version kept its records in ``messages``, keyed by their key: they
+    move to the log (in their order) and the index, once, in one transaction."""
+    conn.execute("BEGIN IMMEDIATE")  # before the look: another process may open the file too
+    try:
+        tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+        if "messages" not in tables:
+            conn.execute("COMMIT")
+            return
+        for statement in SCHEMA.split(";"):  # (``executescript`` would commit first)
+            if statement.strip():
+                conn.execute(statement)
+        conn.execute(f"INSERT INTO message_log ({_COLUMNS}) SELECT {_COLUMNS} FROM messages ORDER BY rowid")  # consts
+        conn.execute(
+            "INSERT OR REPLACE INTO message_keys (owner, tenant, message_id, seq) "
+            "SELECT owner, tenant, message_id, seq FROM message_log ORDER BY owner, tenant, message_id, seq"
+        )
+        moved = _last_seq(conn)
+        _indexed_upto(conn, moved)
+        conn.execute("DROP TABLE messages")
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    log.info("moved the %d idempotency records of this store to its log (once, after an upgrade)", moved)
+
+
+def expire(conn: sqlite3.Connection, cutoff: float, limit: int) -> int:
+    """Delete up to ``limit`` records made before ``cutoff`` (the oldest first: the log is in
+    time order, so this stops at the first one kept, with no index on ``at`` to keep up)."""
+    rows = conn.execute("SELECT seq, owner, tenant, message_id, at FROM message_log ORDER BY seq LIMIT ?", (limit,))
+    expired = []
+    for seq, owner, tenant, message_id, at in rows.fetchall():
+        if at >= cutoff:
+            break
+        expired.append((seq, owner, tenant, message_id))
+    conn.executemany("DELETE FROM message_log WHERE seq = ?", [(item[0],) for item in expired])
+    conn.executemany(
+        "DELETE FROM message_keys WHERE owner = ? AND tenant = ? AND message_id = ? AND seq = ?",
+        [(*item[1:], item[0]) for item in expired],
+    )
+    return len(expired)
+
+
+def _last_seq(conn: sqlite3.Connection) -> int:
+    row = conn.execute("SELECT MAX(seq) FROM message_log").fetchone()
+    return 0 if row is None or row[0] is None else int(row[0])
+
+
+def recover(conn: sqlite3.Connection) -> int:
+    """At open, before anything is read: index every row of the log past ``indexed_upto`` (the
+    map in memory died with the process). Returns how many."""
+    tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    if "message_log" not in tables:
+        return 0  # a new file: the schema follows
+    conn.execute("BEGIN IMMEDIATE")  # before the read: another process may open the file too
+    try:
+        items = unindexed(conn)
+        if items:
+            conn.executemany(_INDEX, items)
+            _indexed_upto(conn, max(item[3] for item in items))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return len(items)
