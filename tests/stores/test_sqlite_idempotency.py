@@ -22,7 +22,7 @@ from a2a.server.store import IdempotencyRecord, TaskRecord
 from a2a.server.stores import sqlite as sqlite_store
 from a2a.server.stores import sqlite_idempotency
 from a2a.server.stores.sqlite import _SCHEMA, SQLiteTaskStore
-from a2a.server.stores.sqlite_idempotency import MessageRecords
+from a2a.server.stores.sqlite_idempotency import MessageRecords, key_hash
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -66,24 +66,24 @@ async def test_new_records_are_appended_and_not_indexed_at_once(tmp_path: Path) 
     assert (_count(path, "message_log"), _count(path, "message_keys")) == (20, 20), "close indexes them"
 
 
-async def test_a_merge_indexes_the_records_in_key_order_and_they_are_still_found(
+async def test_a_merge_indexes_the_records_in_order_and_they_are_still_found(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     path = tmp_path / "tasks.db"
     store = SQLiteTaskStore(path, exclusive=True)
     try:
         keys = await _answered(store, 50)
-        indexed: list[list[str]] = []
+        indexed: list[list[int]] = []
         real = store._message_records.indexer
 
-        def seen(items: list[tuple[str, str, str, int]]) -> object:
-            indexed.append([item[2] for item in items])
+        def seen(items: list[tuple[int, int]]) -> object:
+            indexed.append([h for h, _seq in items])
             return real(items)
 
         monkeypatch.setattr(store._message_records, "indexer", seen)
         assert await store.index_new_records(slice_size=7) == 50
         assert [len(s) for s in indexed] == [7] * 7 + [1], "a slice per write"
-        assert [m for s in indexed for m in s] == sorted(key[2] for key in keys), "in key order"
+        assert [h for s in indexed for h in s] == sorted(key_hash(*key) for key in keys), "in the index's order"
         assert (_count(path, "message_log"), _count(path, "message_keys")) == (50, 50)
         assert store._message_records.rows == {}, "their places are forgotten once indexed"
         await _all_found(store, keys)
@@ -289,21 +289,89 @@ async def test_a_shared_store_indexes_each_record_as_it_writes_it(tmp_path: Path
         await other.close()
 
 
-async def test_a_merge_forgets_the_place_of_an_append_that_was_rolled_back(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+async def test_a_merge_forgets_the_place_of_an_append_that_was_rolled_back(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     store = SQLiteTaskStore(path, exclusive=True)
     try:
+        first = await _answered(store, 1)  # opens the writer
+        conn = store._db._inline_conn
+        assert conn is not None
+        stale = ("alice", "", "rolled-back#f")
+        conn.execute("BEGIN IMMEDIATE")  # as a batch that fails
+        store._message_records.write(conn, (*stale, "f", None, None, time.time()), fresh=True)
+        conn.execute("ROLLBACK")
         keys = await _answered(store, 3)
         rows = store._message_records.rows
-        stale = ("alice", "", "rolled-back#f")
-        rows[stale] = rows[keys[0]]  # as an append whose batch failed leaves it: a seq now another key's
-        assert await store.get_message(stale) is None, "the row at that seq is another key's"
-        monkeypatch.setattr(sqlite_idempotency, "MERGE_AT", 0)  # (kept while few are left)
-        assert await store.index_new_records() == 3
+        assert rows[stale] == rows[keys[0]], "its seq, taken again by the next append"
+        assert store._committed_message(stale) is None, "the row at that seq is another key's"
+        assert await store.index_new_records() == 4
         assert rows == {}, "forgotten with the merge that went past its seq"
-        assert await store.get_message(stale) is None
+        assert store._committed_message(stale) is None
+        await _all_found(store, first + keys)
+    finally:
+        await store.close()
+
+
+async def test_keys_that_share_a_hash_are_told_apart(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(sqlite_idempotency, "key_hash", lambda owner, tenant, message_id: 7)
+    path = tmp_path / "tasks.db"
+    store = SQLiteTaskStore(path, exclusive=True)
+    try:
+        keys = await _answered(store, 5)
+        assert await store.index_new_records() == 5
+        with sqlite3.connect(path) as conn:
+            assert {row[0] for row in conn.execute("SELECT h FROM message_keys")} == {7}
         await _all_found(store, keys)
+        await store.update_message(keys[2], IdempotencyRecord("f", message=_reply("changed")))
+        found = await store.get_message(keys[2])
+        assert found is not None and found.message == _reply("changed")
+        await _all_found(store, keys[:2] + keys[3:])
+        assert _count(path, "message_log") == 5, "updated in place"
+    finally:
+        await store.close()
+
+
+_INTERIM_LAYOUT = """
+CREATE TABLE message_log (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    fingerprint TEXT NOT NULL,
+    task_id TEXT,
+    message BLOB,
+    at REAL NOT NULL
+);
+CREATE TABLE message_keys (
+    owner TEXT NOT NULL,
+    tenant TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    seq INTEGER NOT NULL,
+    PRIMARY KEY (owner, tenant, message_id)
+) WITHOUT ROWID;
+CREATE TABLE message_keys_upto (seq INTEGER NOT NULL);
+"""
+
+
+async def test_a_log_of_the_interim_layout_gets_its_hashes_and_a_new_index(tmp_path: Path) -> None:
+    # The log's first version (one day on main) indexed records by their whole key.
+    path = tmp_path / "tasks.db"
+    with sqlite3.connect(path) as conn:
+        conn.executescript(_INTERIM_LAYOUT)
+        conn.executemany(
+            "INSERT INTO message_log (owner, tenant, message_id, fingerprint, task_id, message, at) "
+            "VALUES (?, ?, ?, ?, ?, ?, ?)",
+            [("alice", "", f"m{i}#f", "f", f"t{i}", None, time.time()) for i in range(3)],
+        )
+        conn.execute("INSERT INTO message_keys SELECT owner, tenant, message_id, seq FROM message_log")
+        conn.execute("INSERT INTO message_keys_upto VALUES (3)")
+    store = SQLiteTaskStore(path, exclusive=True)
+    try:
+        for i in range(3):
+            found = await store.claim_message(("alice", "", f"m{i}#f"), IdempotencyRecord("f", task_id="new"))
+            assert found is not None and found.task_id == f"t{i}"
+        with sqlite3.connect(path) as conn:
+            hashes = sorted(row[0] for row in conn.execute("SELECT h FROM message_keys"))
+        assert hashes == sorted(key_hash("alice", "", f"m{i}#f") for i in range(3))
     finally:
         await store.close()
