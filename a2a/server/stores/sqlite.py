@@ -62,10 +62,10 @@ from ..store import (
     encode_cursor,
 )
 from .key_filter import KeyFilter
-from .sqlite_idempotency import MERGE_AT, MERGE_EVERY, MERGE_SLICE, Executes, MessageRecords, expire, recover, unindexed
+from .sqlite_idempotency import MERGE_AT, MERGE_EVERY, MERGE_SLICE, MessageRecords, expire, recover, unindexed
 from .sqlite_idempotency import SCHEMA as MESSAGES_SCHEMA
 from .sqlite_idempotency import migrate as migrate_messages
-from .sqlite_worker import SQLiteWorker
+from .sqlite_worker import Executes, SQLiteWorker
 
 __all__ = ["SQLiteTaskStore", "StoreInUseError", "open_sqlite_backend"]
 

@@ -40,7 +40,9 @@ import sqlite3
 import zlib
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any, Protocol
+from typing import Any
+
+from .sqlite_worker import Executes
 
 __all__ = [
     "MERGE_AT",
@@ -48,7 +50,6 @@ __all__ = [
     "MERGE_EVERY",
     "MERGE_SLICE",
     "SCHEMA",
-    "Executes",
     "MessageRecords",
     "expire",
     "key_hash",
@@ -67,7 +68,15 @@ MERGE_AT_ENV = "A2A_TEST_SQLITE_MERGE_AT"
 #: Keys appended before a merge starts. The gain is in the keys that share an index page in one
 #: merge: with ``K`` keys merged into an index of ``N`` leaf pages, about ``N * (1 - exp(-K/N))``
 #: pages are written, instead of ``K`` (one per key). Each key costs about 150 bytes of memory.
-MERGE_AT = int(os.environ.get(MERGE_AT_ENV) or 8192)
+MERGE_AT = 8192
+
+
+def _merge_at_from_env() -> int:
+    raw = os.environ.get(MERGE_AT_ENV, "")
+    return int(raw) if raw.isdecimal() and int(raw) > 0 else MERGE_AT  # (a bad value: the default)
+
+
+MERGE_AT = _merge_at_from_env()
 #: ... or after this many seconds with any key waiting, so that a quiet server's keys are
 #: indexed soon too.
 MERGE_EVERY = 30.0
@@ -120,14 +129,6 @@ def key_hash(owner: str, tenant: str, message_id: str) -> int:
     """The index's key for a record: 32 bits of CRC of the three, stable across processes
     (unlike ``hash``). Keys that share one are told apart by the log's row."""
     return zlib.crc32(f"{owner}\0{tenant}\0{message_id}".encode("utf-8", "surrogatepass"))
-
-
-class Executes(Protocol):
-    """What a write needs of a connection: a connection, or a cursor kept on one."""
-
-    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
-
-    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
 
 
 class MessageRecords:

@@ -46,9 +46,9 @@ from collections.abc import Callable, Hashable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal, TypeVar
+from typing import Any, Literal, Protocol, TypeVar
 
-__all__ = ["SQLiteWorker"]
+__all__ = ["Executes", "SQLiteWorker"]
 
 T = TypeVar("T")
 
@@ -125,6 +125,14 @@ _FRAME_HEADER = 24
 #: no more instructions per request (message and task cases), 1.5 KiB less RSS per open stream
 #: at 500 and at 1,000 open (benchmarks/README.md).
 WRITER_CACHE_KIB = 256
+
+
+class Executes(Protocol):
+    """What a write needs of a connection: a connection, or a cursor kept on one."""
+
+    def execute(self, sql: str, parameters: Any = (), /) -> sqlite3.Cursor: ...
+
+    def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
 
 
 Migration = Callable[[sqlite3.Connection], None]
