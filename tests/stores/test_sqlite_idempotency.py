@@ -209,9 +209,21 @@ async def test_the_sweep_deletes_expired_records_indexed_or_not(tmp_path: Path) 
         appended = await _answered(store, 5)
         assert (_count(path, "message_log"), _count(path, "message_keys")) == (10, 5)
         assert await store.sweep(now=time.time() + 61) == 10
-        assert (_count(path, "message_log"), _count(path, "message_keys")) == (0, 0)
+        with sqlite3.connect(path) as conn:
+            left = conn.execute("SELECT seq, owner, message_id, fingerprint, message FROM message_log").fetchall()
+        assert left == [(10, "", "", "", None)], "the newest row emptied (it holds the log's counter)"
+        assert _count(path, "message_keys") == 0
         for key in merged + appended:
             assert await store.get_message(key) is None
+        assert await store.sweep(now=time.time() + 61) == 0, "emptied once"
+        later = await _answered(store, 2)
+        with sqlite3.connect(path) as conn:
+            seqs = [row[0] for row in conn.execute("SELECT seq FROM message_log ORDER BY seq")]
+        assert seqs == [10, 11, 12], "a new row's seq is past every seq used before"
+        assert await store.index_new_records() == 3  # (the empty row too: it matches no key)
+        await _all_found(store, later)
+        assert await store.sweep(now=time.time() + 61) == 3, "the empty row, then the two, the newest emptied"
+        assert _count(path, "message_log") == 1
     finally:
         await store.close()
 
