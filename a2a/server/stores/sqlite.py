@@ -16,11 +16,11 @@ the loop's own writer, which prepares it when the batch runs; else it replaces i
 only one writing the file) is decided at once, in memory (the claims not yet committed) and by a
 lookup of the committed ones, skipped when the key filter (``key_filter``: built from the
 records on the reader thread at start, fed by every write) shows the key was never written,
-which is the case for almost every new messageId. Records are appended to a log and indexed by
-key later, in the background, in key order (``sqlite_idempotency``). Its row is kept in memory until
-the first write that depends on it, the task's first save (queued just before it, into the same
-batch) or the reply's record (the same row: one write), which the handler always awaits before
-it answers; a claim lost with the process was never accepted, so a retry runs it anew.
+which is the case for almost every new messageId. Records are appended to a log and indexed
+later, in the background, in the index's order (``sqlite_idempotency``). Its row is kept in
+memory until the first write that depends on it, the task's first save (queued just before it,
+into the same batch) or the reply's record (the same row: one write), which the handler always
+awaits before it answers; a claim lost with the process was never accepted, so a retry runs it anew.
 Without ``exclusive`` several processes may claim, so the claim waits for its own commit.
 
 **Retention** (``task_retention``, ``idempotency_retention``, seconds; 0 keeps forever): a
@@ -794,8 +794,8 @@ class SQLiteTaskStore(TaskStore):
             due.clear()  # (set again meanwhile by the writes of a merge this one left behind)
 
     async def index_new_records(self, *, slice_size: int = MERGE_SLICE) -> int:
-        """Index the log's committed rows that are not indexed yet, in key order, a slice per
-        write; returns how many."""
+        """Index the log's committed rows that are not indexed yet, in the index's order, a
+        slice per write; returns how many."""
         items = await self._db.read(unindexed)
         for start in range(0, len(items), slice_size):
             await self._db.write(self._message_records.indexer(items[start : start + slice_size]))

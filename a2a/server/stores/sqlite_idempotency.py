@@ -80,7 +80,7 @@ MERGE_AT = _merge_at_from_env()
 #: ... or after this many seconds with any key waiting, so that a quiet server's keys are
 #: indexed soon too.
 MERGE_EVERY = 30.0
-#: Keys indexed per transaction (adjacent in key order): a slice touches at most this many index
+#: Keys indexed per transaction (adjacent in the index's order): a slice touches at most this many index
 #: pages, a few milliseconds of the writer, so requests never wait long behind a merge.
 MERGE_SLICE = 512
 
