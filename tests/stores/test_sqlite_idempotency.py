@@ -33,6 +33,13 @@ def _count(path: Path, table: str) -> int:
         return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # fixed names only
 
 
+def _dangling(path: Path) -> int:
+    """Index entries whose record is not in the log."""
+    with sqlite3.connect(path) as conn:
+        sql = "SELECT COUNT(*) FROM message_keys k LEFT JOIN message_log l ON l.seq = k.seq WHERE l.seq IS NULL"
+        return int(conn.execute(sql).fetchone()[0])
+
+
 def _reply(text: str) -> Message:
     return Message(message_id=f"r-{text}", role=Role.AGENT, parts=[Part(text=text)])
 
@@ -220,7 +227,8 @@ async def test_the_sweep_deletes_expired_records_indexed_or_not(tmp_path: Path) 
         with sqlite3.connect(path) as conn:
             seqs = [row[0] for row in conn.execute("SELECT seq FROM message_log ORDER BY seq")]
         assert seqs == [10, 11, 12], "a new row's seq is past every seq used before"
-        assert await store.index_new_records() == 3  # (the empty row too: it matches no key)
+        assert await store.index_new_records() == 2, "the records swept before a merge are not indexed"
+        assert _dangling(path) == 0
         await _all_found(store, later)
         assert await store.sweep(now=time.time() + 61) == 3, "the empty row, then the two, the newest emptied"
         assert _count(path, "message_log") == 1
@@ -301,25 +309,44 @@ async def test_a_shared_store_indexes_each_record_as_it_writes_it(tmp_path: Path
         await other.close()
 
 
-async def test_a_merge_forgets_the_place_of_an_append_that_was_rolled_back(tmp_path: Path) -> None:
+async def test_an_append_rolled_back_with_its_batch_is_forgotten(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     store = SQLiteTaskStore(path, exclusive=True)
     try:
         first = await _answered(store, 1)  # opens the writer
-        conn = store._db._inline_conn
-        assert conn is not None
         stale = ("alice", "", "rolled-back#f")
-        conn.execute("BEGIN IMMEDIATE")  # as a batch that fails
-        store._message_records.write(conn, (*stale, "f", None, None, time.time()), fresh=True)
-        conn.execute("ROLLBACK")
-        keys = await _answered(store, 3)
+
+        def fails(conn: sqlite3.Connection) -> None:
+            store._message_records.write(conn, (*stale, "f", None, None, time.time()), fresh=True)
+            raise RuntimeError("the batch fails after the append")
+
+        with pytest.raises(RuntimeError):
+            await store._db.write(fails)
         rows = store._message_records.rows
-        assert rows[stale] == rows[keys[0]], "its seq, taken again by the next append"
-        assert store._committed_message(stale) is None, "the row at that seq is another key's"
-        assert await store.index_new_records() == 4
-        assert rows == {}, "forgotten with the merge that went past its seq"
+        assert stale not in rows, "its place dropped with the rollback (the seq is free again)"
+        keys = await _answered(store, 3)
+        assert store._committed_message(stale) is None
+        assert await store.index_new_records() == 4, "the committed appends only"
+        assert rows == {}, "forgotten with the merge"
+        assert _dangling(path) == 0
         assert store._committed_message(stale) is None
         await _all_found(store, first + keys)
+    finally:
+        await store.close()
+
+
+async def test_a_merge_under_way_skips_what_the_sweep_removed(tmp_path: Path) -> None:
+    path = tmp_path / "tasks.db"
+    store = SQLiteTaskStore(path, exclusive=True, task_retention=3600, idempotency_retention=60)
+    try:
+        old = await _answered(store, 6)
+        items = await store._db.write(store._message_records.committed)  # a merge's first step
+        assert len(items) == 6
+        assert await store.sweep(now=time.time() + 61) == 6  # meanwhile, the records expire
+        await store._db.write(store._message_records.indexer(items))  # the merge goes on
+        assert _count(path, "message_keys") == 0, "no entry for a record that is gone"
+        for key in old:
+            assert await store.get_message(key) is None
     finally:
         await store.close()
 

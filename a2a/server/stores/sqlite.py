@@ -62,7 +62,7 @@ from ..store import (
     encode_cursor,
 )
 from .key_filter import KeyFilter
-from .sqlite_idempotency import MERGE_AT, MERGE_EVERY, MERGE_SLICE, MessageRecords, expire, recover, unindexed
+from .sqlite_idempotency import MERGE_AT, MERGE_EVERY, MERGE_SLICE, MessageRecords, recover
 from .sqlite_idempotency import SCHEMA as MESSAGES_SCHEMA
 from .sqlite_idempotency import migrate as migrate_messages
 from .sqlite_worker import Executes, SQLiteWorker
@@ -268,6 +268,9 @@ class SQLiteTaskStore(TaskStore):
         #: yet indexed (``sqlite_idempotency``); the keys claimed here as new whose first write is
         #: not committed yet (appended without a look at the index); the merge's task and wake-up.
         self._message_records = MessageRecords()
+        if exclusive:
+            # What it keeps of each append in memory (to be indexed later) follows the batches.
+            self._db.watch_transactions(self._message_records)
         self._fresh: set[tuple[str, str, str]] = set()
         self._merger: asyncio.Task[None] | None = None
         self._merge_due: asyncio.Event | None = None
@@ -737,7 +740,7 @@ class SQLiteTaskStore(TaskStore):
             cutoff = now - self.idempotency_retention
 
             def messages(conn: sqlite3.Connection) -> int:
-                return expire(conn, cutoff, SWEEP_CHUNK)
+                return self._message_records.expire(conn, cutoff, SWEEP_CHUNK)
 
             while (n := await self._db.write(messages)) > 0:
                 deleted += n
@@ -795,8 +798,9 @@ class SQLiteTaskStore(TaskStore):
 
     async def index_new_records(self, *, slice_size: int = MERGE_SLICE) -> int:
         """Index the log's committed rows that are not indexed yet, in the index's order, a
-        slice per write; returns how many."""
-        items = await self._db.read(unindexed)
+        slice per write; returns how many. What they are is known in memory (``rows``'s appends,
+        taken in a write so as to take only committed ones), not read back from the log."""
+        items = await self._db.write(self._message_records.committed)
         for start in range(0, len(items), slice_size):
             await self._db.write(self._message_records.indexer(items[start : start + slice_size]))
         if items:

@@ -19,6 +19,13 @@ index takes all the entries that fall into it at once. ``message_keys_upto`` say
 ``seq`` the log is indexed. Measured (a microbenchmark: 8,192 keys at a time into an index of
 230,000, its pages' checkpoint counted): 3.5 us per key with the hash, 10.2 keyed by the key.
 
+What a merge indexes is taken from memory too (each append's hash and ``seq``, kept in the order
+they were appended), not read back from the log: reading a merge's 8,192 rows back (their
+pages, written by the commits since, each read from the WAL) cost 2.3 us of CPU per record, two
+thirds of the merge. So memory must hold only committed appends: the writer tells
+``MessageRecords`` when a transaction begins, ends and is rolled back (``began``, ``ended``,
+``rolled_back``), and what a rolled-back one appended is dropped.
+
 - **Lookups** try the ``seq`` in memory, then the index (the latest of the hash's entries whose
   log row has the key: keys may share a hash); each checks the log row's key (a ``seq`` whose
   append was rolled back may be reused by another key's).
@@ -29,7 +36,10 @@ index takes all the entries that fall into it at once. ``message_keys_upto`` say
 - **Several processes** (a store that is not ``exclusive``): each record is indexed in the
   transaction that appends it (``claim``, ``upsert``); a claim looks for the key and appends in
   one write transaction, which SQLite runs one at a time across processes.
-- **Threads**: ``rows`` is changed only by writes (on the writer's thread) and read anywhere.
+- **Retention**: the sweep deletes the oldest records, indexed or not; the ones not indexed yet
+  are dropped from memory with them (``expire``), so a merge never indexes a row that is gone.
+- **Threads**: ``rows`` and the appends kept are changed only by writes and the writer's
+  transaction hooks (on the writer's thread); ``rows`` is read anywhere.
 """
 
 from __future__ import annotations
@@ -51,7 +61,6 @@ __all__ = [
     "MERGE_SLICE",
     "SCHEMA",
     "MessageRecords",
-    "expire",
     "key_hash",
     "migrate",
     "recover",
@@ -137,8 +146,38 @@ class MessageRecords:
     def __init__(self) -> None:
         #: Key -> ``seq`` of the keys appended and not yet indexed (``exclusive`` only) ...
         self.rows: dict[Key, int] = {}
-        #: ... and the same, (``seq``, key), in the order they were appended.
-        self._appended: deque[tuple[int, Key]] = deque()
+        #: ... and the same, (``seq``, key, hash), in the order they were appended: by ``seq``
+        #: (a new row's is past every other's; a rolled-back append is dropped here).
+        self._appended: deque[tuple[int, Key, int]] = deque()
+        #: The ``seq`` of the last append kept (0: none yet) ...
+        self._last = 0
+        #: ... when the writer's transaction began (``None``: none open). The appends up to it
+        #: are committed; those past it, the open transaction's.
+        self._mark: int | None = None
+        #: Every record up to this ``seq`` was deleted by the sweep (or emptied: see ``_expire``).
+        self._expired_upto = 0
+
+    # ---- the writer's transactions (``SQLiteWorker.watch_transactions``) ------------------
+
+    def began(self) -> None:
+        self._mark = self._last
+
+    def ended(self) -> None:
+        """Committed: its appends stay."""
+        self._mark = None
+
+    def rolled_back(self) -> None:
+        """Forget what the transaction appended: its ``seq``s may be used again by other keys.
+        (A transaction whose BEGIN failed has no mark: nothing to forget.)"""
+        mark = self._mark
+        if mark is None:
+            return
+        rows, appended = self.rows, self._appended
+        while appended and appended[-1][0] > mark:
+            seq, key, _h = appended.pop()
+            if rows.get(key) == seq:
+                del rows[key]
+        self._last, self._mark = mark, None
 
     # ---- a store alone on its file --------------------------------------------------------
 
@@ -154,10 +193,12 @@ class MessageRecords:
             seq = _seq_of(conn, key)
         if seq is not None and conn.execute(_UPDATE, (values[3], values[4], values[5], seq, *key)).rowcount:
             return
-        appended = conn.execute(_APPEND, (*values, key_hash(*key))).lastrowid
+        h = key_hash(*key)
+        appended = conn.execute(_APPEND, (*values, h)).lastrowid
         assert appended is not None
         self.rows[key] = appended
-        self._appended.append((appended, key))
+        self._appended.append((appended, key, h))
+        self._last = appended
 
     def find(self, conn: sqlite3.Connection, key: Key) -> tuple[Any, ...] | None:
         """The committed record of ``key`` (fingerprint, task id, message), or ``None``."""
@@ -169,11 +210,22 @@ class MessageRecords:
         found: tuple[Any, ...] | None = conn.execute(_FIND, (key_hash(*key), *key)).fetchone()
         return found
 
+    def committed(self, conn: sqlite3.Connection) -> list[tuple[int, int]]:
+        """A write (for its place among the writer's transactions): the (hash, ``seq``) of
+        every append kept and committed, in the index's order. The appends of the transaction
+        it runs in are not committed yet; those before it are (or were dropped)."""
+        mark = self._last if self._mark is None else self._mark
+        items = [(h, seq) for seq, _key, h in self._appended if seq <= mark]
+        items.sort()
+        return items
+
     def indexer(self, items: Sequence[tuple[int, int]]) -> Callable[[sqlite3.Connection], None]:
-        """A write that indexes these (hash, seq) entries, adjacent in the index's order."""
+        """A write that indexes these (hash, seq) entries, adjacent in the index's order (but
+        those that expired meanwhile: see ``expire``)."""
 
         def index(conn: sqlite3.Connection) -> None:
-            conn.executemany(_INDEX, items)
+            gone = self._expired_upto
+            conn.executemany(_INDEX, items if not gone else [item for item in items if item[1] > gone])
 
         return index
 
@@ -187,13 +239,28 @@ class MessageRecords:
 
         def finish(conn: sqlite3.Connection) -> None:
             _indexed_upto(conn, last)
-            rows, appended = self.rows, self._appended
-            while appended and appended[0][0] <= last:
-                seq, key = appended.popleft()
-                if rows.get(key) == seq:  # (else appended again since)
-                    del rows[key]
+            self._forget_upto(last)
 
         return finish
+
+    def _forget_upto(self, last: int) -> None:
+        """Drop the appends kept up to ``seq`` ``last`` (indexed, or gone)."""
+        rows, appended = self.rows, self._appended
+        while appended and appended[0][0] <= last:
+            seq, key, _h = appended.popleft()
+            if rows.get(key) == seq:  # (else appended again since)
+                del rows[key]
+
+    def expire(self, conn: sqlite3.Connection, cutoff: float, limit: int) -> int:
+        """``_expire``, and the records it removed dropped from memory: a merge under way skips
+        them (they are the oldest, so a ``seq`` up to which everything is gone says which). (Were
+        the sweep's transaction rolled back, they would stay on disk, unindexed and not looked
+        for: records past their retention either way.)"""
+        removed, last = _expire(conn, cutoff, limit)
+        if last:
+            self._expired_upto = max(self._expired_upto, last)
+            self._forget_upto(last)
+        return removed
 
     # ---- several processes on the file (each indexes at once) ---------------------------
 
@@ -290,9 +357,10 @@ def migrate(conn: sqlite3.Connection) -> None:
     log.info("moved the idempotency records of this store to its log (once, after an upgrade)")
 
 
-def expire(conn: sqlite3.Connection, cutoff: float, limit: int) -> int:
+def _expire(conn: sqlite3.Connection, cutoff: float, limit: int) -> tuple[int, int]:
     """Delete up to ``limit`` records made before ``cutoff`` (the oldest first: the log is in
     time order, so this stops at the first one kept, with no index on ``at`` to keep up).
+    Returns how many, and the ``seq`` up to which no record is left (0: none removed).
 
     The table's newest row is emptied instead of deleted (no key, no content: nothing of the
     record is left), and deleted once a newer one is there: a new row's ``seq`` is one past
@@ -306,18 +374,19 @@ def expire(conn: sqlite3.Connection, cutoff: float, limit: int) -> int:
             break
         expired.append((h, seq, message_id))
     emptied = 0
-    if expired and expired[-1][1] == _last_seq(conn):
-        h, seq, message_id = expired.pop()
+    last = expired[-1][1] if expired else 0
+    if expired and last == _last_seq(conn):
+        h, newest, message_id = expired.pop()
         if message_id:  # (else emptied by an earlier sweep)
-            conn.execute(_EMPTY, (seq,))
-            conn.execute("DELETE FROM message_keys WHERE h = ? AND seq = ?", (h, seq))
+            conn.execute(_EMPTY, (newest,))
+            conn.execute("DELETE FROM message_keys WHERE h = ? AND seq = ?", (h, newest))
             emptied = 1
     conn.executemany("DELETE FROM message_log WHERE seq = ?", [(seq,) for _h, seq, _m in expired])
     conn.executemany("DELETE FROM message_keys WHERE h = ? AND seq = ?", [(h, seq) for h, seq, _m in expired])
-    return len(expired) + emptied
+    return len(expired) + emptied, last
 
 
-#: What is left of the newest record once it expires: its ``seq`` (see ``expire``).
+#: What is left of the newest record once it expires: its ``seq`` (see ``_expire``).
 _EMPTY = (
     "UPDATE message_log SET owner = '', tenant = '', message_id = '', fingerprint = '', task_id = NULL, "
     "message = NULL, h = 0 WHERE seq = ?"

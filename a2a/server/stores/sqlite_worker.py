@@ -48,7 +48,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol, TypeVar
 
-__all__ = ["Executes", "SQLiteWorker"]
+__all__ = ["Executes", "SQLiteWorker", "TransactionWatcher"]
 
 T = TypeVar("T")
 
@@ -135,6 +135,18 @@ class Executes(Protocol):
     def executemany(self, sql: str, parameters: Any, /) -> sqlite3.Cursor: ...
 
 
+class TransactionWatcher(Protocol):
+    """Told of the writer's transactions (``SQLiteWorker.watch_transactions``)."""
+
+    def began(self) -> None: ...
+
+    def ended(self) -> None:
+        """Committed."""
+
+    def rolled_back(self) -> None:
+        """Rolled back (or never begun: then nothing to undo since ``ended``)."""
+
+
 Migration = Callable[[sqlite3.Connection], None]
 #: Told how a write went (``None``: committed; else its error), on the loop's thread.
 OnCommit = Callable[[BaseException | None], None]
@@ -199,6 +211,14 @@ class SQLiteWorker:
         self._commit_delay = float(os.environ.get(COMMIT_DELAY_ENV, "0") or 0)
         #: The cursor ``_commit_group`` begins and commits with (on the writing connection).
         self._tx_cursor: sqlite3.Cursor | None = None
+        #: Told of each write transaction (``watch_transactions``), on the writer's thread.
+        self._watcher: TransactionWatcher | None = None
+
+    def watch_transactions(self, watcher: TransactionWatcher) -> None:
+        """Tell ``watcher`` when each batch's transaction begins, ends (committed, or failed)
+        and is rolled back, on the writer's thread: bookkeeping in memory about what a batch
+        wrote (``sqlite_idempotency``) can then drop what a rollback took back."""
+        self._watcher = watcher
 
     # ---- writes -------------------------------------------------------------------------
 
@@ -365,17 +385,26 @@ class SQLiteWorker:
         if cursor is None or cursor.connection is not conn:
             cursor = self._tx_cursor = conn.cursor()
         failed = False
+        watcher = self._watcher
         try:
             cursor.execute("BEGIN IMMEDIATE")
+            if watcher is not None:
+                watcher.began()
             for op in live:
                 op.result = op.fn(conn)
             if self._commit_delay:
                 time.sleep(self._commit_delay)
             cursor.execute("COMMIT")
+            if watcher is not None:
+                watcher.ended()
         except BaseException as exc:  # noqa: BLE001 - handed to the callers
             failed = True
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if watcher is not None:
+                # Nothing of the batch is on disk (a failed COMMIT is rolled back too); a
+                # BEGIN that failed began nothing, which the watcher knows (``ended`` before).
+                watcher.rolled_back()
             if len(live) == 1:
                 live[0].error = exc
             else:
