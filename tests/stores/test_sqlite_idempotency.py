@@ -102,6 +102,21 @@ async def test_a_merge_indexes_the_records_in_order_and_they_are_still_found(
         await store.close()
 
 
+async def test_with_a_writer_thread_a_merge_indexes_what_was_committed(tmp_path: Path) -> None:
+    # ``durability=full``: the batches (and the log's bookkeeping) run on the writer's thread.
+    path = tmp_path / "tasks.db"
+    store = SQLiteTaskStore(path, exclusive=True, durability="full")
+    try:
+        assert not store._db.inline
+        keys = await _answered(store, 30)
+        assert await store.index_new_records(slice_size=8) == 30
+        assert store._message_records.rows == {}
+        assert (_count(path, "message_log"), _count(path, "message_keys")) == (30, 30)
+        await _all_found(store, keys)
+    finally:
+        await store.close()
+
+
 async def test_an_update_after_the_merge_changes_the_indexed_row(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
     store = SQLiteTaskStore(path, exclusive=True)

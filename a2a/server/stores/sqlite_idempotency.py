@@ -230,11 +230,10 @@ class MessageRecords:
         return index
 
     def finisher(self, items: Sequence[tuple[int, int]]) -> Callable[[sqlite3.Connection], None]:
-        """The write that ends a merge that indexed ``items`` (every row of the log up to the
-        greatest ``seq`` among them): says so in the file, and forgets their keys here, with
-        any whose append was rolled back (its ``seq`` is past, and never committed). Rows
-        appended since have a greater ``seq``: the table's greatest row is never deleted
-        (``expire``)."""
+        """The write that ends a merge that indexed ``items`` (every committed row of the log up
+        to the greatest ``seq`` among them): says so in the file, and forgets their keys here.
+        Rows appended since have a greater ``seq``: the table's greatest row is never deleted
+        (``_expire``)."""
         last = max(item[1] for item in items)
 
         def finish(conn: sqlite3.Connection) -> None:
