@@ -64,7 +64,6 @@ __all__ = [
     "key_hash",
     "migrate",
     "recover",
-    "unindexed",
 ]
 
 log = logging.getLogger("a2a.server.sqlite")
@@ -305,7 +304,7 @@ def _indexed_upto(conn: sqlite3.Connection, seq: int) -> None:
         )
 
 
-def unindexed(conn: sqlite3.Connection) -> list[tuple[int, int]]:
+def _unindexed(conn: sqlite3.Connection) -> list[tuple[int, int]]:
     """The log's rows past ``indexed_upto`` as (hash, seq), in the index's order (a read:
     committed rows only). Sorted here: with SQLite's sorter the read took longer."""
     items: list[tuple[int, int]] = conn.execute(_PAST, (indexed_upto(conn),)).fetchall()
@@ -404,7 +403,7 @@ def recover(conn: sqlite3.Connection) -> int:
         return 0  # a new file: the schema follows
     conn.execute("BEGIN IMMEDIATE")  # before the read: another process may open the file too
     try:
-        items = unindexed(conn)
+        items = _unindexed(conn)
         if items:
             conn.executemany(_INDEX, items)
             _indexed_upto(conn, max(item[1] for item in items))
