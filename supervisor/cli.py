@@ -349,7 +349,10 @@ async def run(args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m supervisor supervise ...`` (the same as ``a2a supervise ...``)."""
-    args = build_parser().parse_args(argv)
+    from a2a.cli.options import attach_dashed_values
+
+    parser = build_parser()
+    args = parser.parse_args(attach_dashed_values(parser, sys.argv[1:] if argv is None else argv))
     try:
         return int(asyncio.run(args.func(args)))
     except KeyboardInterrupt:

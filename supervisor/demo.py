@@ -625,7 +625,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """``python -m supervisor.demo [--json] [--offline]`` (the same as ``a2a demo``)."""
-    args = build_parser().parse_args(["demo", *(sys.argv[1:] if argv is None else argv)])
+    from a2a.cli.options import attach_dashed_values
+
+    parser = build_parser()
+    args = parser.parse_args(attach_dashed_values(parser, ["demo", *(sys.argv[1:] if argv is None else argv)]))
     try:
         try:
             import uvloop  # as ``a2a`` runs its commands

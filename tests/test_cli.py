@@ -403,9 +403,8 @@ def test_serve_with_a_missing_credentials_file(tmp_path: Path) -> None:
 
 @pytest.fixture(scope="module")
 def locked() -> Iterator[Server]:
-    server = Server(
-        ECHO_TARGET, "--port", "0", "--auth", "bearer", env=_env(A2A_BEARER_TOKENS="alice:s3cret-tok")
-    ).started()
+    tokens = "alice:s3cret-tok,bob:--Dash-led_tok"
+    server = Server(ECHO_TARGET, "--port", "0", "--auth", "bearer", env=_env(A2A_BEARER_TOKENS=tokens)).started()
     try:
         yield server
     finally:
@@ -421,6 +420,16 @@ def test_auth_card_declares_bearer(locked: Server) -> None:
 
 def test_auth_send_with_token(locked: Server) -> None:
     result = run("send", locked.url, "hello", "--token", "s3cret-tok")
+    assert result.code == 0, result
+    assert result.out == "hello\n"
+
+
+@pytest.mark.parametrize("form", ["apart", "joined"])
+def test_auth_send_with_a_token_that_begins_with_dashes(locked: Server, form: str) -> None:
+    """A generated secret may begin with ``-`` (URL-safe base64 does, one time in 64): it is
+    still the value of ``--token``, given apart or joined with ``=``."""
+    token = ["--token", "--Dash-led_tok"] if form == "apart" else ["--token=--Dash-led_tok"]
+    result = run("send", locked.url, "hello", *token)
     assert result.code == 0, result
     assert result.out == "hello\n"
 

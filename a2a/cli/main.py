@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, NoReturn
 from urllib.parse import urlsplit
 
 from . import examples, version_line
-from .options import UsageError, client_options, closest, unknown_option_message
+from .options import UsageError, attach_dashed_values, client_options, closest, unknown_option_message
 
 if TYPE_CHECKING:
     from ..server import Agent, ApiKeyAuth, BearerAuth
@@ -443,8 +443,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     # A built-in command needs no plugin: reading the entry points (and importing the plugins'
     # parsers) is a third of the start-up of `a2a send`.
     parser = _parser(plugins=_command_word(words) not in BUILT_IN)
-    argv = words
-    args, extra = parser.parse_known_args(argv)
+    args, extra = parser.parse_known_args(attach_dashed_values(parser, words))
     if extra and args.command != "serve":
         command_parser = _subparser(parser, args.command)
         if getattr(args, "push_command", None):

@@ -8,7 +8,7 @@ import difflib
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-__all__ = ["UsageError", "client_options", "closest", "unknown_option_message"]
+__all__ = ["UsageError", "attach_dashed_values", "client_options", "closest", "unknown_option_message"]
 
 
 class UsageError(Exception):
@@ -29,6 +29,53 @@ def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]
     flag = word.split("=", 1)[0]
     hint = closest(flag, [f for f in parser._option_string_actions if f.startswith("--")])
     return f"unknown option {flag}" + (f" (did you mean {hint}?)" if hint else "")
+
+
+def _option_strings(parser: argparse.ArgumentParser, known: set[str], valued: set[str]) -> None:
+    """Collect every option string of ``parser`` and its subcommands, and those that take one value."""
+    for action in parser._actions:
+        known.update(action.option_strings)
+        if action.option_strings and action.nargs is None:
+            valued.update(action.option_strings)
+        if isinstance(action, argparse._SubParsersAction):
+            for command in {id(p): p for p in action.choices.values()}.values():
+                _option_strings(command, known, valued)
+
+
+def attach_dashed_values(parser: argparse.ArgumentParser, words: Sequence[str]) -> list[str]:
+    """``--token -Xy`` as ``--token=-Xy``: a value that begins with a dash stays the option's value.
+
+    argparse takes any word that begins with ``-`` for an option, so ``--token`` followed by a
+    generated secret that happens to start with ``-`` (one in 64 for URL-safe base64) failed
+    with "expected one argument". A word that is itself one of our option strings (``--token
+    --json``) is left alone, so a forgotten value is still reported as missing. Everything
+    after ``--`` is left as it is.
+    """
+    known: set[str] = set()
+    valued: set[str] = set()
+    _option_strings(parser, known, valued)
+    out: list[str] = []
+    index = 0
+    while index < len(words):
+        word = words[index]
+        if word == "--":
+            out.extend(words[index:])
+            break
+        following = words[index + 1] if index + 1 < len(words) else None
+        if (
+            word in valued
+            and following is not None
+            and following.startswith("-")
+            and following != "--"
+            and following.split("=", 1)[0] not in known
+        ):
+            # a long option takes "=value"; a one-letter one takes the value glued on (-tVALUE)
+            out.append(f"{word}={following}" if word.startswith("--") else word + following)
+            index += 2
+            continue
+        out.append(word)
+        index += 1
+    return out
 
 
 #: The client's defaults (``a2a.transport.base``'s, which a test keeps equal to these): literals,

@@ -76,7 +76,7 @@ def run_sdk03_client(
     if watch_url:
         cmd += ["--watch-url", watch_url]
     if token:
-        cmd += ["--token", token]
+        cmd.append(f"--token={token}")  # joined: a token may begin with "-"
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=sdk_environ())
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip().startswith("{")]
     if proc.returncode != 0 and not lines:

@@ -138,7 +138,7 @@ def run_sdk_client(
     """Run sdk_client.py and return its JSON lines; with check, raise on failure."""
     cmd = [str(sdk_python()), str(HERE / "sdk_client.py"), "--url", url, "--binding", binding, "--scenario", scenario]
     if token:
-        cmd += ["--token", token]
+        cmd.append(f"--token={token}")  # joined: a token may begin with "-"
     proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=sdk_environ())
     lines = [json.loads(line) for line in proc.stdout.splitlines() if line.strip()]
     if check and (proc.returncode != 0 or any("error" in line for line in lines)):

@@ -137,7 +137,7 @@ async def test_the_supervisor_registry_reads_a_0_3_agent(sdk03_url: str) -> None
 @pytest.fixture(scope="module")
 def sdk03_auth_server() -> Iterator[AuthServer]:
     token = secrets.token_urlsafe(24)
-    proc = sdk03_env.start_sdk03_server("--token", token)
+    proc = sdk03_env.start_sdk03_server(f"--token={token}")
     try:
         yield AuthServer(sdk_env.wait_ready(proc, what="a2a-sdk 0.3 server (bearer)"), token)
     finally:

@@ -40,7 +40,7 @@ class AdkRelease:
     def start_server(self, *args: str, token: str | None = None) -> tuple[subprocess.Popen[str], str]:
         """The ADK echo agent via ``to_a2a()`` on a free port (``--streaming``: a card declaring
         streaming; ``token``: behind a bearer token check); returns the process and its base URL."""
-        cmd = [str(self.python()), str(HERE / "echo_server.py"), *args] + (["--token", token] if token else [])
+        cmd = [str(self.python()), str(HERE / "echo_server.py"), *args] + ([f"--token={token}"] if token else [])
         return common.start(cmd, what=f"ADK {self.version} to_a2a server", timeout=120)
 
     def run_remote_agent(
@@ -61,7 +61,7 @@ class AdkRelease:
         if not streaming:
             cmd.append("--no-streaming")
         if token:
-            cmd += ["--token", token]
+            cmd.append(f"--token={token}")  # joined: a token may begin with "-"
         env = common.peer_environ()
         proc = subprocess.run(cmd, check=False, capture_output=True, text=True, timeout=timeout, env=env)
         lines = [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]

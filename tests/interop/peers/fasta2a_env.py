@@ -27,7 +27,7 @@ def python() -> Path:
 def start_server(token: str | None = None) -> tuple[subprocess.Popen[str], str]:
     """The fasta2a echo agent on a free port (``token``: behind a bearer token check); returns
     the process and its base URL."""
-    cmd = [str(python()), str(HERE / "echo_server.py")] + (["--token", token] if token else [])
+    cmd = [str(python()), str(HERE / "echo_server.py")] + ([f"--token={token}"] if token else [])
     return common.start(cmd, what="fasta2a server")
 
 
