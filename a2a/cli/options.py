@@ -24,6 +24,10 @@ def closest(word: str, candidates: Iterable[str]) -> str | None:
 def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]) -> str:
     """``unknown option --strem (did you mean --stream?)`` for the first word argparse left over."""
     word = extra[0]
+    if word == "--":
+        # argparse passes an optional argument by (``a2a send URL --json -- -hi``: TEXT was
+        # taken as empty before the flags), and then nothing after ``--`` has a place.
+        return "'--' came after the options: put them first, then the arguments, '--' before one that begins with '-'"
     if not word.startswith("-"):
         return f"unexpected argument {word!r}"
     flag = word.split("=", 1)[0]

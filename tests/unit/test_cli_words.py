@@ -51,3 +51,11 @@ def test_an_agents_own_options_after_serve_pass_through_untouched() -> None:
     args, extra = parse("serve", "examples/echo_agent.py:agent", "--model", "-q", "--host", "-x")
     assert extra == ["--model", "-q"]
     assert args.host == "-x"
+
+
+def test_a_double_dash_after_the_options_is_explained(capsys: pytest.CaptureFixture[str]) -> None:
+    from a2a.cli.main import main
+
+    assert main(["send", "http://127.0.0.1:1", "--json", "--", "-hello"]) == 2
+    (line,) = capsys.readouterr().err.splitlines()
+    assert line.startswith("a2a send: '--' came after the options") and "unknown option" not in line
