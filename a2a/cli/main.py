@@ -224,7 +224,7 @@ def _factory_options(options: Sequence[str]) -> dict[str, str]:
         name, eq, value = flag[2:].partition("=")
         if not eq:
             if not items or items[0].startswith("--"):
-                raise UsageError(f"option --{name} needs a value")
+                raise UsageError(f"option --{name} needs a value (one beginning with '--' is given as --{name}=VALUE)")
             value = items.pop(0)
         kwargs[name.replace("-", "_")] = value
     return kwargs

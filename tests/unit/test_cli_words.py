@@ -59,3 +59,12 @@ def test_a_double_dash_after_the_options_is_explained(capsys: pytest.CaptureFixt
     assert main(["send", "http://127.0.0.1:1", "--json", "--", "-hello"]) == 2
     (line,) = capsys.readouterr().err.splitlines()
     assert line.startswith("a2a send: '--' came after the options") and "unknown option" not in line
+
+
+def test_an_agent_factory_option_without_its_value_says_how_to_give_a_dashed_one() -> None:
+    from a2a.cli.main import _factory_options
+    from a2a.cli.options import UsageError
+
+    assert _factory_options(["--model", "-q", "--name=--x"]) == {"model": "-q", "name": "--x"}
+    with pytest.raises(UsageError, match=r"--name needs a value \(one beginning with '--' is given as --name=VALUE\)"):
+        _factory_options(["--name", "--x"])
