@@ -215,9 +215,9 @@ class SQLiteWorker:
         self._watcher: TransactionWatcher | None = None
 
     def watch_transactions(self, watcher: TransactionWatcher) -> None:
-        """Tell ``watcher`` when each batch's transaction begins, ends (committed, or failed)
-        and is rolled back, on the writer's thread: bookkeeping in memory about what a batch
-        wrote (``sqlite_idempotency``) can then drop what a rollback took back."""
+        """Tell ``watcher`` when each batch's transaction begins, is committed (``ended``) or
+        is rolled back, on the writer's thread: bookkeeping in memory about what a batch wrote
+        (``sqlite_idempotency``) can then drop what a rollback took back."""
         self._watcher = watcher
 
     # ---- writes -------------------------------------------------------------------------
@@ -402,8 +402,9 @@ class SQLiteWorker:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
             if watcher is not None:
-                # Nothing of the batch is on disk (a failed COMMIT is rolled back too); a
-                # BEGIN that failed began nothing, which the watcher knows (``ended`` before).
+                # Nothing of the batch is on disk (a failed COMMIT is rolled back too). A
+                # BEGIN that failed began nothing: ``began`` was not called, so the watcher has
+                # no open transaction to undo.
                 watcher.rolled_back()
             if len(live) == 1:
                 live[0].error = exc
