@@ -1,10 +1,9 @@
 """The access log, and the per-request record that the metrics and the access log share.
 
-``ExchangeLayer`` is a middleware (the dispatcher's own kind), put outermost by ``A2AServer``
-only when the access log or the metrics are on: without both, requests do not pass through it
-at all. It opens an ``Exchange`` for the request (the handler's observer fills in the A2A
-operation and the caller), and when the answer is done it counts the status code and writes one
-line at INFO on the logger ``a2a.access``:
+``ExchangeLayer`` exists only when the access log or the metrics are on: without both,
+requests do not pass through it at all. It opens an ``Exchange`` for the request (the
+handler's observer fills in the A2A operation and the caller), and when the answer is done it
+counts the status code and writes one line at INFO on the logger ``a2a.access``:
 
     127.0.0.1 POST /a2a/jsonrpc 200 2.1ms SendMessage JSONRPC alice
 
@@ -14,6 +13,12 @@ without its query string, and no header is logged: credentials (a bearer token, 
 WebSocket ``access_token`` query parameter) never reach the log. The same fields are attributes
 of the log record, so ``--log-format json`` writes them as JSON members. A WebSocket connection
 is one line, written when it closes.
+
+Who calls it: ``A2AServer.start``'s connections (``connections._GuardedConnection``) open the
+exchange as they make the request and end it when aiohttp has written the answer, or when the
+client leaves first: no frame of its own around every request, which each resumption of a
+waiting request would pass through, and which an open stream would hold. An embedded
+``A2AServer.app()`` has no connections of ours: there it is the outermost middleware.
 """
 
 from __future__ import annotations
@@ -61,16 +66,50 @@ class ExchangeLayer:
                 return name
         return "-"
 
-    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        started = time.perf_counter()
+    def begin(self, request: web.BaseRequest) -> Exchange:
+        """The request's exchange, made the current one (``EXCHANGE``) for what serves it."""
         # Still percent-encoded: what the line shows (a "%0A" in a path cannot start a forged
         # line), and the binding's prefixes are plain ASCII either way.
-        path = request.rel_url.raw_path
-        exchange = Exchange(self._binding(path))
+        exchange = Exchange(self._binding(request.rel_url.raw_path))
         if "Upgrade" in request.headers:
             # A connection carries many calls: its line names none of them (the metrics do).
             exchange.operation = "-"
-        token = EXCHANGE.set(exchange)
+        EXCHANGE.set(exchange)
+        return exchange
+
+    def end(
+        self, request: web.BaseRequest, exchange: Exchange, status: int, started: float, *, unparsed: bool = False
+    ) -> None:
+        """The request is answered (``status``; ``CLIENT_CLOSED``: its client left first): its
+        status counted, its line written (``started``: its ``time.perf_counter()``).
+        ``unparsed``: refused by the HTTP parser, so no method or path is known (``-``)."""
+        if self._metrics is not None:
+            self._metrics.http.inc((str(status),))
+        if self._log and log.isEnabledFor(logging.INFO):
+            millis = (time.perf_counter() - started) * 1000.0
+            method, path = ("-", "-") if unparsed else (request.method, request.rel_url.raw_path)
+            handlers = log.handlers
+            if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
+                # ``a2a serve``'s own handler writing text, and nothing else listening: the
+                # line without a LogRecord, which cost as much as the rest of the line.
+                handlers[0].add_line(
+                    request.remote or "-",
+                    method,
+                    path,
+                    status,
+                    millis,
+                    exchange.operation or "-",
+                    exchange.binding,
+                    exchange.principal or "-",
+                )
+            else:
+                self._write(request, method, path, exchange, status, millis)
+
+    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
+        """As a middleware (an embedded ``A2AServer.app()``): around everything that serves
+        the request. ``A2AServer.start``'s connections call ``begin`` and ``end`` themselves."""
+        started = time.perf_counter()
+        exchange = self.begin(request)
         status = 500
         try:
             response = await handler(request)
@@ -83,34 +122,17 @@ class ExchangeLayer:
             status = CLIENT_CLOSED
             raise
         finally:
-            EXCHANGE.reset(token)
-            if self._metrics is not None:
-                self._metrics.http.inc((str(status),))
-            if self._log and log.isEnabledFor(logging.INFO):
-                millis = (time.perf_counter() - started) * 1000.0
-                handlers = log.handlers
-                if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
-                    # ``a2a serve``'s own handler writing text, and nothing else listening: the
-                    # line without a LogRecord, which cost as much as the rest of the line.
-                    handlers[0].add_line(
-                        request.remote or "-",
-                        request.method,
-                        path,
-                        status,
-                        millis,
-                        exchange.operation or "-",
-                        exchange.binding,
-                        exchange.principal or "-",
-                    )
-                else:
-                    self._write(request, path, exchange, status, millis)
+            EXCHANGE.set(None)
+            self.end(request, exchange, status, started)
 
     @staticmethod
-    def _write(request: web.Request, path: str, exchange: Exchange, status: int, millis: float) -> None:
+    def _write(
+        request: web.BaseRequest, method: str, path: str, exchange: Exchange, status: int, millis: float
+    ) -> None:
         """The line as a ``LogRecord``: for any handler, and formatters such as JSON's."""
         fields = {
             "remote": request.remote or "-",
-            "http_method": request.method,
+            "http_method": method,
             "path": path,
             "status": status,
             "duration_ms": round(millis, 2),

@@ -128,6 +128,9 @@ class _Serving:
     start: Callable[[], Awaitable[None]]
     stop_hooks: Sequence[ShutdownHook]
     limits: HttpLimits
+    #: The access log and status counts (``None``: off), when the connections run them
+    #: (``start``); an embedded server's dispatcher has them as its outermost middleware.
+    exchanges: ExchangeLayer | None = None
 
     async def stop(self) -> None:
         """The stop steps, in order (before open requests are waited for: see ``_serving``)."""
@@ -310,10 +313,11 @@ class A2AServer:
 
     # ---- serving -----------------------------------------------------------------------
 
-    def _serving(self, mount: str = "") -> _Serving:
+    def _serving(self, mount: str = "", *, own_connections: bool = False) -> _Serving:
         """The card, JSON-RPC, REST and (when enabled) WebSocket endpoints under ``mount`` (the
         prefix an embedding application mounted the server at), bound to this server; and what
-        to do, in order, to start and to stop."""
+        to do, in order, to start and to stop. ``own_connections``: served on ``start``'s
+        connections, which then run the access layer themselves (see ``access_log``)."""
         limit = self.config.max_body_bytes
         depth = self.config.max_json_depth
         heartbeat = self.config.sse_heartbeat
@@ -370,13 +374,16 @@ class A2AServer:
             # After the runs: the WebSocket connections flush those answers and close.
             hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))
         middlewares = self.middlewares
+        layer = None
         if self.config.access_log or self.metrics is not None:
-            # Outermost, so that the line and the status count include what the others answer.
             layer = ExchangeLayer(bindings, access_log=self.config.access_log, metrics=self.metrics)
-            middlewares = (layer, *middlewares)
+            if not own_connections:
+                # Outermost, so that the line and the status count include what the others answer.
+                middlewares = (layer, *middlewares)
         # Before the first request: the handler listens to the other replicas, and tasks a
         # dead server left running end.
-        return _Serving(Dispatcher(routes, middlewares), self.handler.start, hooks, self.config.limits)
+        dispatcher = Dispatcher(routes, middlewares)
+        return _Serving(dispatcher, self.handler.start, hooks, self.config.limits, layer if own_connections else None)
 
     def app(self) -> web.Application:
         """The server as an aiohttp application, to embed in a larger one (for example
@@ -429,7 +436,7 @@ class A2AServer:
             gc.collect()
             gc.freeze()
             gc.set_threshold(20_000, 20, 20)
-        serving = self._serving()
+        serving = self._serving(own_connections=True)
         # handler_cancellation: a client that goes away cancels its request's handler, so a
         # stream left before it saw a task id cancels the run nobody else can reach.
         # GuardedServer: timeouts, connection caps and JSON answers to unparsable requests, at
@@ -440,6 +447,7 @@ class A2AServer:
             max_body=self.config.max_body_bytes,
             framing=serving.dispatcher.framing,
             request_factory=self._request_factory(),
+            exchanges=serving.exchanges,
             access_log=None,
             handler_cancellation=True,
         )

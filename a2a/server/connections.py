@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -38,11 +39,14 @@ from aiohttp import web
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
+from aiohttp.web_protocol import ERROR as PARSER_REFUSED
 from aiohttp.web_protocol import RequestHandler
 
 from ..errors import InternalError, InvalidRequestError, ProtocolError
+from .access_log import CLIENT_CLOSED, ExchangeLayer
 from .deadline_sweep import DeadlineSweep, resolution_for
 from .limits import HttpLimits
+from .observe import Exchange
 from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
 
@@ -194,6 +198,7 @@ class GuardedServer(web.Server):
         limits: HttpLimits,
         max_body: int,
         framing: Callable[[str], ErrorFraming],
+        exchanges: ExchangeLayer | None = None,
         **kwargs: Any,
     ) -> None:
         # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
@@ -209,6 +214,9 @@ class GuardedServer(web.Server):
         self.guard = ConnectionGuard(limits)
         #: How an error is framed at a path (the dispatcher's framing).
         self.framing = framing
+        #: The access log and the status counts (``None``: neither is on): each connection
+        #: opens its requests' exchanges and ends them (see ``access_log``).
+        self.exchanges = exchanges
 
     def __call__(self) -> _GuardedConnection:
         if self.sweep is None:
@@ -241,12 +249,18 @@ class _GuardedConnection(RequestHandler):
         "_client",
         "_deadline",
         "_drain_left",
+        "_exchange",
+        "_exchange_started",
+        "_exchanges",
         "_guard",
         "_head",
         "_limits",
+        "_make",
         "_phase",
+        "_request",
         "_server",
         "_sweep",
+        "_unparsed",
     )
 
     def __init__(self, manager: GuardedServer, sweep: DeadlineSweep, **kwargs: Any) -> None:
@@ -262,6 +276,16 @@ class _GuardedConnection(RequestHandler):
         self._body: StreamReader | None = None
         self._drain_left = 0
         self._head = b""
+        #: The exchange of the request being served, until its line is written.
+        self._exchange: Exchange | None = None
+        self._request: web.BaseRequest | None = None
+        self._exchange_started = 0.0
+        self._unparsed = False
+        self._exchanges = manager.exchanges
+        self._make: Callable[..., web.BaseRequest] | None = None
+        if self._exchanges is not None:
+            self._make = self._request_factory
+            self._request_factory = self._make_request
 
     # ---- counting in and out -----------------------------------------------------------
 
@@ -283,6 +307,9 @@ class _GuardedConnection(RequestHandler):
         self._arm(self._limits.header_timeout)
 
     def connection_lost(self, exc: BaseException | None) -> None:
+        if self._exchange is not None and self._request is not None:
+            # Gone before its answer was written whole (its handler is cancelled next).
+            self._end_exchange(self._request, CLIENT_CLOSED)
         self._release()
         super().connection_lost(exc)
 
@@ -298,20 +325,49 @@ class _GuardedConnection(RequestHandler):
         self._release()
         self.force_close()
 
+    # ---- the exchange (access log, status counts) ----------------------------------------
+
+    def _make_request(self, *args: Any) -> web.BaseRequest:
+        """aiohttp's request factory, called just before the request's task is made: the
+        exchange made current here is the one that task (a copy of this context) serves."""
+        assert self._make is not None and self._exchanges is not None
+        request: web.BaseRequest = self._make(*args)
+        self._exchange = self._exchanges.begin(request)
+        # What the parser refused (``handle_error``) is served as aiohttp's placeholder request
+        # (``UNKNOWN /``): its line shows no method or path rather than that one.
+        self._unparsed = args[0] is PARSER_REFUSED
+        self._exchange_started = time.perf_counter()
+        self._request = request
+        return request
+
+    def log_access(self, request: web.BaseRequest, response: web.StreamResponse, time: float | None) -> None:
+        """aiohttp's call once the answer is written (or its client went away as it was)."""
+        if self._exchange is not None:
+            self._end_exchange(request, response.status)
+
+    def _end_exchange(self, request: web.BaseRequest, status: int) -> None:
+        exchange, self._exchange, self._request = self._exchange, None, None
+        assert exchange is not None and self._exchanges is not None
+        self._exchanges.end(request, exchange, status, self._exchange_started, unparsed=self._unparsed)
+
     # ---- phases ------------------------------------------------------------------------
 
     def data_received(self, data: bytes) -> None:
         if self._phase == _DRAINING:
             self._drain(data)
             return
+        started = False
         if self._phase == _WAITING and data:
-            self._phase = _HEADERS
+            # A request starts: its headers' deadline is armed below, unless they are complete
+            # in this very read (most requests), which would disarm it at once.
+            self._phase, started = _HEADERS, True
             self._head = data[:_HEAD_BYTES]
-            self._arm(self._limits.header_timeout)
         elif self._phase == _HEADERS and len(self._head) < _HEAD_BYTES:
             self._head += data[: _HEAD_BYTES - len(self._head)]
         parsed = self._request_count
         super().data_received(data)
+        if started and self._request_count == parsed:
+            self._arm(self._limits.header_timeout)
         if self._request_count != parsed and self._messages:
             # A request's headers are complete: its body, if any, is what is read next.
             if self._client is not None:

@@ -284,6 +284,34 @@ async def test_slowloris_headers_are_cut_after_the_header_timeout(serve, binding
     assert time.monotonic() - started < 3
 
 
+async def test_a_kept_alive_connections_next_request_is_held_to_the_header_timeout(serve) -> None:
+    """The next request on a kept-alive connection gets its headers' deadline when its first
+    bytes arrive (not the idle one, here far longer), also when they arrive in pieces."""
+    limits = HttpLimits(header_timeout=SHORT, body_timeout=SHORT, idle_timeout=30, drain_timeout=SHORT)
+    _server, port = await serve(limits)
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    request = JSONRPC.request()
+    writer.write(request)
+    assert (await _read_reply(reader)).status == 200
+    started = time.monotonic()
+    closed = False
+    for byte in request[:40]:  # the next request's first bytes, one every 50 ms, never its end
+        try:
+            writer.write(bytes([byte]))
+            await writer.drain()
+        except ConnectionError:
+            closed = True
+            break
+        if reader.at_eof():
+            closed = True
+            break
+        await asyncio.sleep(0.05)
+    closed = closed or await _closed(reader, 3)
+    writer.close()
+    assert closed, "a kept-alive connection whose next headers never end must be closed"
+    assert time.monotonic() - started < 5
+
+
 @pytest.mark.parametrize("binding", BODY_BINDINGS, ids=[b.name for b in BODY_BINDINGS])
 async def test_a_chunked_body_that_never_ends_is_408_and_closed(serve, binding: Binding) -> None:
     _server, port = await serve()

@@ -16,6 +16,7 @@ from collections.abc import AsyncIterator
 import aiohttp
 import httpx
 import pytest
+from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, ServerConfig
 from a2a.server.json_logs import JsonFormatter
@@ -276,4 +277,49 @@ async def test_a_refusal_before_any_handler_is_one_line_and_the_next_request_has
         ("/missing", 404, "-", "-"),
         ("/a2a/jsonrpc", 405, "-", "JSONRPC"),
         ("/.well-known/agent-card.json", 200, "-", "-"),
+    ]
+
+
+async def test_what_the_http_parser_refuses_is_one_line_without_a_method_or_path_and_counted(
+    echo_logged: A2AServer, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A request aiohttp's parser refuses (here a URL over 8 KiB, answered 414) is served as a
+    placeholder request: its line shows ``-`` for the method and path it never had parsed."""
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    async with httpx.AsyncClient(base_url=echo_logged.url or "") as http:
+        refused = await http.get("/" + "a" * 9000)
+        assert refused.status_code == 414
+        assert (await http.get("/healthz")).status_code == 200
+        exposition = (await http.get("/metrics")).text
+    shown = [(r.http_method, r.path, r.status, r.operation, r.binding) for r in _lines(caplog)]  # type: ignore[attr-defined]
+    assert shown[:2] == [("-", "-", 414, "-", "-"), ("GET", "/healthz", 200, "-", "-")]
+    assert re.search(r'^a2a_http_responses_total\{[^}]*"414"[^}]*\} 1(\.0)?$', exposition, re.M), exposition
+
+
+async def test_an_embedded_server_logs_the_same_lines_as_a_started_one(caplog: pytest.LogCaptureFixture) -> None:
+    """``app()`` has no connections of ours: there the access layer is a middleware. Same
+    fields, same 401 for a refused caller, the operation and the caller of an accepted one."""
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    auth = [BearerAuth(credentials={SECRET: "alice"})]
+    embedded = A2AServer(_agent(), auth=auth, config=ServerConfig(access_log=True))
+    parent = web.Application()
+    parent.add_subapp("/agent", embedded.app())
+    runner = web.AppRunner(parent)
+    await runner.setup()
+    site = web.TCPSite(runner, "127.0.0.1", 0)
+    await site.start()
+    port = runner.addresses[0][1]
+    try:
+        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+        headers = {"A2A-Version": "1.0"}
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
+            await http.post("/agent/a2a/jsonrpc", json=call, headers=headers)
+            authorized = {**headers, "Authorization": f"Bearer {SECRET}"}
+            await http.post("/agent/a2a/jsonrpc", json=call, headers=authorized)
+    finally:
+        await runner.cleanup()
+    shown = [(r.http_method, r.path, r.status, r.operation, r.binding, r.principal) for r in _lines(caplog)]  # type: ignore[attr-defined]
+    assert shown == [
+        ("POST", "/agent/a2a/jsonrpc", 401, "-", "JSONRPC", "-"),
+        ("POST", "/agent/a2a/jsonrpc", 200, "GetTask", "JSONRPC", "alice"),
     ]
