@@ -66,15 +66,15 @@ class ExchangeLayer:
                 return name
         return "-"
 
-    def begin(self, request: web.BaseRequest) -> Exchange:
-        """The request's exchange, made the current one (``EXCHANGE``) for what serves it."""
+    def begin(self, request: web.BaseRequest, *, unparsed: bool = False) -> Exchange:
+        """The request's exchange; the caller makes it the current one (``EXCHANGE``) for what
+        serves the request. ``unparsed``: see ``end``."""
         # Still percent-encoded: what the line shows (a "%0A" in a path cannot start a forged
         # line), and the binding's prefixes are plain ASCII either way.
-        exchange = Exchange(self._binding(request.rel_url.raw_path))
+        exchange = Exchange("-" if unparsed else self._binding(request.rel_url.raw_path))
         if "Upgrade" in request.headers:
             # A connection carries many calls: its line names none of them (the metrics do).
             exchange.operation = "-"
-        EXCHANGE.set(exchange)
         return exchange
 
     def end(
@@ -110,6 +110,7 @@ class ExchangeLayer:
         the request. ``A2AServer.start``'s connections call ``begin`` and ``end`` themselves."""
         started = time.perf_counter()
         exchange = self.begin(request)
+        token = EXCHANGE.set(exchange)
         status = 500
         try:
             response = await handler(request)
@@ -122,7 +123,7 @@ class ExchangeLayer:
             status = CLIENT_CLOSED
             raise
         finally:
-            EXCHANGE.set(None)
+            EXCHANGE.reset(token)
             self.end(request, exchange, status, started)
 
     @staticmethod

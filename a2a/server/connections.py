@@ -46,7 +46,7 @@ from ..errors import InternalError, InvalidRequestError, ProtocolError
 from .access_log import CLIENT_CLOSED, ExchangeLayer
 from .deadline_sweep import DeadlineSweep, resolution_for
 from .limits import HttpLimits
-from .observe import Exchange
+from .observe import EXCHANGE, Exchange
 from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
 
@@ -332,18 +332,16 @@ class _GuardedConnection(RequestHandler):
         exchange made current here is the one that task (a copy of this context) serves."""
         assert self._make is not None and self._exchanges is not None
         request: web.BaseRequest = self._make(*args)
-        self._exchange = self._exchanges.begin(request)
         # What the parser refused (``handle_error``) is served as aiohttp's placeholder request
-        # (``UNKNOWN /``): its line shows no method or path rather than that one.
+        # (``UNKNOWN /``): its line shows no method, path or binding rather than that one's.
         self._unparsed = args[0] is PARSER_REFUSED
+        self._exchange = self._exchanges.begin(request, unparsed=self._unparsed)
+        # Set in this connection's task: the request's task, made next, runs in a copy of its
+        # context (and the next request's replaces it here).
+        EXCHANGE.set(self._exchange)
         self._exchange_started = time.perf_counter()
         self._request = request
         return request
-
-    def log_access(self, request: web.BaseRequest, response: web.StreamResponse, time: float | None) -> None:
-        """aiohttp's call once the answer is written (or its client went away as it was)."""
-        if self._exchange is not None:
-            self._end_exchange(request, response.status)
 
     def _end_exchange(self, request: web.BaseRequest, status: int) -> None:
         exchange, self._exchange, self._request = self._exchange, None, None
@@ -398,7 +396,18 @@ class _GuardedConnection(RequestHandler):
         unread = self._client is not None and not self._upgraded and not request.content.is_eof()
         if unread and not resp.prepared:
             resp.force_close()
-        answered = await super().finish_response(request, resp, start_time)
+        try:
+            answered = await super().finish_response(request, resp, start_time)
+        except Exception:  # aiohttp's ``start`` logs it and closes the connection
+            if self._exchange is not None:
+                self._end_exchange(request, 500)
+            raise
+        if self._exchange is not None:
+            # The answer is written, or its client went away as it was (a write that failed,
+            # or the transport closing after one did; a WebSocket's closes with its end).
+            transport = self.transport
+            reset = answered[1] or transport is None or (transport.is_closing() and resp.status != 101)
+            self._end_exchange(request, CLIENT_CLOSED if reset else resp.status)
         if self._client is None or self._upgraded:
             return answered
         if unread:
@@ -503,6 +512,10 @@ class _GuardedConnection(RequestHandler):
             error = InternalError()
             self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
         if request.writer.output_size > 0:
+            # Nothing more can be answered: aiohttp's ``start`` closes the connection. Its line
+            # says what went wrong, not that the client left.
+            if self._exchange is not None:
+                self._end_exchange(request, error.http_status)
             raise ConnectionError("Response is sent already, cannot send another response with the error message")
         path = self._path() if isinstance(exc, HttpProcessingError) else request.path
         body, content_type = self._server.framing(path)(error)

@@ -4,6 +4,7 @@ JSON lines with ``--log-format json``; nothing at all when it is off."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -11,7 +12,7 @@ import re
 import subprocess
 import sys
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 
 import aiohttp
 import httpx
@@ -23,6 +24,7 @@ from a2a.server.json_logs import JsonFormatter
 from tests.conftest import EXAMPLES, load_example
 
 SECRET = "tok-very-secret-123"
+Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
 
 def _agent() -> Agent:
@@ -323,3 +325,32 @@ async def test_an_embedded_server_logs_the_same_lines_as_a_started_one(caplog: p
         ("POST", "/agent/a2a/jsonrpc", 401, "-", "JSONRPC", "-"),
         ("POST", "/agent/a2a/jsonrpc", 200, "GetTask", "JSONRPC", "alice"),
     ]
+
+
+async def test_a_failure_after_the_answer_began_is_logged_500_not_as_a_client_that_left(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """Once an answer's headers are out, a failure cannot be answered: the connection is closed.
+    Its line still says 500 (the server's fault), not 499 (a client that went away)."""
+
+    async def breaks_midway(request: web.Request, handler: Handler) -> web.StreamResponse:
+        if request.path != "/boom":
+            return await handler(request)
+        response = web.StreamResponse()
+        await response.prepare(request)
+        await response.write(b"partial")
+        raise RuntimeError("broke after the headers")
+
+    caplog.set_level(logging.INFO, logger="a2a.access")
+    config = ServerConfig(port=0, access_log=True, metrics=True)
+    server = A2AServer(_agent(), config=config, middlewares=[breaks_midway])
+    async with server, aiohttp.ClientSession() as session:
+        with contextlib.suppress(aiohttp.ClientError):
+            async with session.get(f"{server.url}/boom") as response:
+                await response.read()
+        [line] = await _access_lines(caplog, 1)
+        async with session.get(f"{server.url}/metrics") as response:
+            exposition = await response.text()
+    assert (line.http_method, line.path, line.status) == ("GET", "/boom", 500)  # type: ignore[attr-defined]
+    assert re.search(r'^a2a_http_responses_total\{[^}]*"500"[^}]*\} 1(\.0)?$', exposition, re.M), exposition
+    assert not re.search(r'"499"', exposition), exposition
