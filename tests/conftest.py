@@ -9,6 +9,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
+from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, RetryPolicy, ServerConfig
 from a2a.loader import load_object
@@ -19,6 +20,24 @@ EXAMPLES = ROOT / "examples"
 #: The conformance suite declares its own matrix (``tests/conformance/conftest.py``).
 HTTP_BINDINGS = ["JSONRPC", "HTTP+JSON"]
 BINDINGS = HTTP_BINDINGS
+
+
+@contextlib.asynccontextmanager
+async def embedded(app: web.Application, mount: str = "") -> AsyncIterator[str]:
+    """Serve ``app`` (an embedded ``A2AServer.app()``, say) on a free loopback port, mounted at
+    ``mount`` in a parent application when given; yields its base URL (``mount`` included)."""
+    if mount:
+        parent = web.Application()
+        parent.add_subapp(mount, app)
+        app = parent
+    runner = web.AppRunner(app, access_log=None)
+    await runner.setup()
+    try:
+        site = web.TCPSite(runner, "127.0.0.1", 0)
+        await site.start()
+        yield f"http://127.0.0.1:{runner.addresses[0][1]}{mount}"
+    finally:
+        await runner.cleanup()
 
 
 def load_example(name: str, attr: str = "agent") -> Agent:

@@ -21,6 +21,7 @@ from a2a.protocol.connection import WEBSOCKET_BINDING
 from a2a.server.app import CARD_PATH, JSONRPC_PATH
 from a2a.server.store import TaskQuery
 from a2a.types import TaskState
+from tests.conftest import embedded
 
 from .conftest import StartServer
 from .helpers import WAIT, bounded, load_module, new_id, send_params, wait_until
@@ -37,24 +38,6 @@ class Counting:
     async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         self.seen.append(request.path)
         return await handler(request)
-
-
-@contextlib.asynccontextmanager
-async def embedded(app: web.Application, mount: str = "") -> AsyncIterator[str]:
-    """Serve ``app`` on a free loopback port (mounted at ``mount`` in a parent application,
-    when given); yields the base URL."""
-    if mount:
-        parent = web.Application()
-        parent.add_subapp(mount, app)
-        app = parent
-    runner = web.AppRunner(app, access_log=None)
-    await runner.setup()
-    try:
-        site = web.TCPSite(runner, "127.0.0.1", 0)
-        await site.start()
-        yield f"http://127.0.0.1:{runner.addresses[0][1]}{mount}"
-    finally:
-        await runner.cleanup()
 
 
 @pytest.fixture(params=["start", "embedded"])

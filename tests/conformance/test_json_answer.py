@@ -24,10 +24,10 @@ import a2a
 from a2a import A2AServer, ServerConfig
 from a2a.server.app import JSONRPC_PATH, REST_PATH
 from a2a.server.json_answer import JsonAnswer, http_date
+from tests.conftest import embedded
 
 from .conftest import StartServer
 from .helpers import WAIT, load_module, send_params
-from .test_http_serving import embedded
 
 IMF_FIXDATE = re.compile(
     r"(Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT"

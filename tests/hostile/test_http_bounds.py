@@ -142,6 +142,26 @@ async def serve() -> AsyncIterator[Callable[..., Awaitable[tuple[A2AServer, int]
         await server.stop()
 
 
+async def _drip_until_closed(
+    reader: asyncio.StreamReader, writer: asyncio.StreamWriter, data: bytes, *, give_up: float
+) -> bool:
+    """Send ``data`` one byte every 50 ms (a slowloris); whether the server closed the
+    connection meanwhile. Stops after ``give_up`` seconds (a hang guard)."""
+    started = time.monotonic()
+    for byte in data:
+        try:
+            writer.write(bytes([byte]))
+            await writer.drain()
+        except ConnectionError:
+            return True
+        if reader.at_eof():
+            return True
+        await asyncio.sleep(0.05)
+        if time.monotonic() - started > give_up:
+            break
+    return False
+
+
 async def _exchange(port: int, data: bytes) -> Reply:
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     try:
@@ -264,20 +284,7 @@ async def test_slowloris_headers_are_cut_after_the_header_timeout(serve, binding
     reader, writer = await asyncio.open_connection("127.0.0.1", port)
     request = binding.request()
     started = time.monotonic()
-    closed = False
-    for byte in request[: request.index(b"\r\n\r\n")]:  # one byte every 50 ms, never the end
-        try:
-            writer.write(bytes([byte]))
-            await writer.drain()
-        except ConnectionError:
-            closed = True
-            break
-        if reader.at_eof():
-            closed = True
-            break
-        await asyncio.sleep(0.05)
-        if time.monotonic() - started > 3:
-            break
+    closed = await _drip_until_closed(reader, writer, request[: request.index(b"\r\n\r\n")], give_up=3)
     closed = closed or await _closed(reader, 1)
     writer.close()
     assert closed, "a connection that never completes its headers must be closed"
@@ -294,18 +301,7 @@ async def test_a_kept_alive_connections_next_request_is_held_to_the_header_timeo
     writer.write(request)
     assert (await _read_reply(reader)).status == 200
     started = time.monotonic()
-    closed = False
-    for byte in request[:40]:  # the next request's first bytes, one every 50 ms, never its end
-        try:
-            writer.write(bytes([byte]))
-            await writer.drain()
-        except ConnectionError:
-            closed = True
-            break
-        if reader.at_eof():
-            closed = True
-            break
-        await asyncio.sleep(0.05)
+    closed = await _drip_until_closed(reader, writer, request[:40], give_up=3)  # never the headers' end
     closed = closed or await _closed(reader, 3)
     writer.close()
     assert closed, "a kept-alive connection whose next headers never end must be closed"

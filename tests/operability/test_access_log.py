@@ -21,7 +21,7 @@ from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, ServerConfig
 from a2a.server.json_logs import JsonFormatter
-from tests.conftest import EXAMPLES, load_example
+from tests.conftest import EXAMPLES, embedded, load_example
 
 SECRET = "tok-very-secret-123"
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
@@ -303,23 +303,13 @@ async def test_an_embedded_server_logs_the_same_lines_as_a_started_one(caplog: p
     fields, same 401 for a refused caller, the operation and the caller of an accepted one."""
     caplog.set_level(logging.INFO, logger="a2a.access")
     auth = [BearerAuth(credentials={SECRET: "alice"})]
-    embedded = A2AServer(_agent(), auth=auth, config=ServerConfig(access_log=True))
-    parent = web.Application()
-    parent.add_subapp("/agent", embedded.app())
-    runner = web.AppRunner(parent)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
-        headers = {"A2A-Version": "1.0"}
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            await http.post("/agent/a2a/jsonrpc", json=call, headers=headers)
-            authorized = {**headers, "Authorization": f"Bearer {SECRET}"}
-            await http.post("/agent/a2a/jsonrpc", json=call, headers=authorized)
-    finally:
-        await runner.cleanup()
+    server = A2AServer(_agent(), auth=auth, config=ServerConfig(access_log=True))
+    call = {"jsonrpc": "2.0", "id": 1, "method": "GetTask", "params": {"id": "nope"}}
+    headers = {"A2A-Version": "1.0"}
+    async with embedded(server.app(), "/agent") as url, httpx.AsyncClient(base_url=url) as http:
+        await http.post("/a2a/jsonrpc", json=call, headers=headers)
+        authorized = {**headers, "Authorization": f"Bearer {SECRET}"}
+        await http.post("/a2a/jsonrpc", json=call, headers=authorized)
     shown = [(r.http_method, r.path, r.status, r.operation, r.binding, r.principal) for r in _lines(caplog)]  # type: ignore[attr-defined]
     assert shown == [
         ("POST", "/agent/a2a/jsonrpc", 401, "-", "JSONRPC", "-"),

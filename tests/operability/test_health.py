@@ -9,12 +9,12 @@ from pathlib import Path
 import aiohttp
 import httpx
 import pytest
-from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, ServerConfig
 from a2a.server import health as health_module
 from a2a.server.backend import Backend, open_backend
 from a2a.server.store import InMemoryTaskStore
+from tests.conftest import embedded
 from tests.redis_server import redis_server
 
 WAIT = 20.0
@@ -182,24 +182,15 @@ async def test_every_answer_names_the_server_and_its_version(server: A2AServer) 
 
 async def test_an_embedded_server_serves_the_same_under_its_mount() -> None:
     server = A2AServer(_CountingAgent(), config=ServerConfig(port=0))
-    parent = web.Application()
-    parent.add_subapp("/agent", server.app())
-    runner = web.AppRunner(parent)
-    await runner.setup()
-    site = web.TCPSite(runner, "127.0.0.1", 0)
-    await site.start()
-    port = runner.addresses[0][1]
-    try:
-        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}") as http:
-            live = await http.get("/agent/healthz")
-            root = await http.get("/agent/")
-        async with A2AClient(f"http://127.0.0.1:{port}/agent") as client:
+    async with embedded(server.app(), "/agent") as url:
+        async with httpx.AsyncClient(base_url=url) as http:
+            live = await http.get("/healthz")
+            root = await http.get("/")
+        async with A2AClient(url) as client:
             card = await client.get_card()
-    finally:
-        await runner.cleanup()
     assert live.status_code == 200 and live.headers["Server"] == _version()
     assert root.json()["health"] == "/agent/healthz"
-    assert root.json()["card"] == f"http://127.0.0.1:{port}/agent/.well-known/agent-card.json"
+    assert root.json()["card"] == f"{url}/.well-known/agent-card.json"
     assert card.name == "Counter"
 
 
