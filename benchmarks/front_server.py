@@ -117,13 +117,14 @@ def main() -> None:
     parser.add_argument("--port", type=int, required=True)
     parser.add_argument("--store", default="", help="task store URL (default: a fresh SQLite file)")
     args = parser.parse_args()
-    store = args.store or f"sqlite:///{tempfile.mkdtemp(prefix='a2a-front-')}/front.db"
-    try:
-        import uvloop
-    except ImportError:
-        asyncio.run(serve(args.port, store))
-    else:
-        uvloop.run(serve(args.port, store))
+    with tempfile.TemporaryDirectory(prefix="a2a-front-") as scratch:
+        store = args.store or f"sqlite:///{scratch}/front.db"
+        try:
+            import uvloop
+        except ImportError:
+            asyncio.run(serve(args.port, store))
+        else:
+            uvloop.run(serve(args.port, store))
 
 
 if __name__ == "__main__":
