@@ -8,8 +8,11 @@ SendMessage cases of issue 13: a plain reply (``hello``) and a task made, given 
 completed (``stream:1``). Reported per server: requests/s, server CPU per request, and both as
 ratios to bare aiohttp; then how a default request's CPU divides between the access log, the HTTP
 layer (aiohttp's request machinery and ours around it) and the A2A work with its store.
+``--candidate DIR`` adds ``a2a serve`` from another source tree (a change to try, such as an HTTP
+front of our own), measured interleaved with the others.
 
     .venv/bin/python benchmarks/front_cost.py --repeat 3
+    .venv/bin/python benchmarks/front_cost.py --repeat 3 --candidate ../scratch-copy
 """
 
 from __future__ import annotations
@@ -46,6 +49,16 @@ SERVERS: dict[str, tuple[str, list[str]]] = {
 CASES = {"send": "hello", "task": R.TASK_TEXT}
 
 
+def servers_for(args: argparse.Namespace) -> dict[str, tuple[str, list[str], Path]]:
+    """name -> (label, command template, working directory): ``SERVERS`` from this checkout,
+    then each ``--candidate``: ``a2a serve`` (the default store) from that source tree."""
+    servers = {name: (label, template, REPO) for name, (label, template) in SERVERS.items()}
+    for i, folder in enumerate(args.candidate, 1):
+        template = [*_SERVE, "--store", f"sqlite:///{{scratch}}/cand{i}.db"]
+        servers[f"cand{i}"] = (f"a2a serve from {folder.name}", template, folder)
+    return servers
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--connections", type=int, default=32)
@@ -54,7 +67,19 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--repeat", type=int, default=3)
     p.add_argument("--message-ids", choices=("uuid", "counter"), default="uuid")
     p.add_argument("--output", type=Path, default=HERE / "results" / "front_cost.json")
+    p.add_argument(
+        "--candidate",
+        action="append",
+        default=[],
+        type=Path,
+        metavar="DIR",
+        help="also serve `a2a serve` from this source tree (a scratch copy with a change to try); repeatable",
+    )
     args = p.parse_args(argv)
+    args.candidate = [folder.resolve() for folder in args.candidate]
+    for folder in args.candidate:
+        if not (folder / "a2a" / "__init__.py").is_file():
+            p.error(f"--candidate {folder}: no a2a/ package there")
     if not (1 <= args.repeat <= 10 and 1 <= args.duration <= 60 and 0 <= args.warmup <= 30):
         p.error("repeat 1..10, duration 1..60 s, warmup 0..30 s")
     return args
@@ -63,19 +88,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 def measure(procs: Procs, args: argparse.Namespace, scratch: str) -> dict[str, dict[str, Any]]:
     server_cpu, load_cpu, pinning = P.cpu_plan()
     print(pinning, flush=True)
+    servers = servers_for(args)
     running: dict[str, tuple[int, str]] = {}
-    for name, (_label, template) in SERVERS.items():
+    for name, (_label, template, cwd) in servers.items():
         port = P.free_port()
         cmd = [sys.executable] + [part.format(port=port, scratch=scratch) for part in template]
-        proc = procs.start(f"server-{name}", cmd, cpu=server_cpu)
+        proc = procs.start(f"server-{name}", cmd, cpu=server_cpu, cwd=cwd)
         url = f"http://127.0.0.1:{port}/a2a/jsonrpc"
         P.wait_ready(proc, url, name)
         running[name] = (proc.pid, url)
-    samples: dict[str, dict[str, list[dict[str, Any]]]] = {n: {c: [] for c in CASES} for n in SERVERS}
+    samples: dict[str, dict[str, list[dict[str, Any]]]] = {n: {c: [] for c in CASES} for n in servers}
     for round_no in range(1, args.repeat + 1):
         for case, text in CASES.items():
             for name, (pid, url) in running.items():
-                print(f"  round {round_no}/{args.repeat}: {case} {SERVERS[name][0]} ...", flush=True)
+                print(f"  round {round_no}/{args.repeat}: {case} {servers[name][0]} ...", flush=True)
                 meter = R.CpuMeter(pid, server_cpu, load_cpu)
                 sample = R.bench_send_wrk(procs, url, args, load_cpu, f"{name}-{case}", text)
                 sample.update(meter.done())
@@ -87,13 +113,13 @@ def measure(procs: Procs, args: argparse.Namespace, scratch: str) -> dict[str, d
     return {n: {c: R.median_of(s, "requests_per_s") for c, s in cases.items()} for n, cases in samples.items()}
 
 
-def report(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def report(results: dict[str, dict[str, Any]], servers: dict[str, tuple[str, list[str], Path]]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for case in CASES:
         bare = results["bare"][case]
         rows = {}
         print(f"\n{case} ({CASES[case]})            req/s   x bare   us/request (server CPU)   x bare CPU")
-        for name, (label, _cmd) in SERVERS.items():
+        for name, (label, _cmd, _cwd) in servers.items():
             r = results[name][case]
             rate, cpu = r["requests_per_s"], r.get("server_cpu_us_per_unit")
             ratio = rate / bare["requests_per_s"]
@@ -137,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
             return 1
         finally:
             procs.stop_all()
-    summary = report(results)
+    summary = report(results, servers_for(args))
     args.output.parent.mkdir(parents=True, exist_ok=True)
     args.output.write_text(
         json.dumps(
@@ -145,6 +171,7 @@ def main(argv: list[str] | None = None) -> int:
                 "when": datetime.now(UTC).isoformat(timespec="seconds"),
                 "commit": R._git_commit(),
                 "config": {k: getattr(args, k) for k in ("connections", "warmup", "duration", "repeat", "message_ids")},
+                "candidates": [str(folder) for folder in args.candidate],
                 "summary": summary,
                 "raw": results,
             },
