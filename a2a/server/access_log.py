@@ -66,34 +66,46 @@ class ExchangeLayer:
                 return name
         return "-"
 
-    def begin(self, request: web.BaseRequest, *, unparsed: bool = False) -> Exchange:
-        """The request's exchange; the caller makes it the current one (``EXCHANGE``) for what
-        serves the request. ``unparsed``: see ``end``."""
-        # Still percent-encoded: what the line shows (a "%0A" in a path cannot start a forged
-        # line), and the binding's prefixes are plain ASCII either way.
-        exchange = Exchange("-" if unparsed else self._binding(request.rel_url.raw_path))
-        if "Upgrade" in request.headers:
-            # A connection carries many calls: its line names none of them (the metrics do).
+    def begin(self, raw_path: str, *, upgrade: bool = False, unparsed: bool = False) -> Exchange:
+        """The exchange of a request to ``raw_path`` (its path, still percent-encoded: what the
+        line shows, so a "%0A" in a path cannot start a forged line; the binding's prefixes are
+        plain ASCII either way); the caller makes it the current one (``EXCHANGE``) for what
+        serves the request. ``upgrade``: it asks for another protocol (a WebSocket), whose
+        connection carries many calls, so its line names none of them (the metrics do).
+        ``unparsed``: see ``end``."""
+        exchange = Exchange("-" if unparsed else self._binding(raw_path))
+        if upgrade:
             exchange.operation = "-"
         return exchange
 
     def end(
-        self, request: web.BaseRequest, exchange: Exchange, status: int, started: float, *, unparsed: bool = False
+        self,
+        remote: str | None,
+        method: str,
+        raw_path: str,
+        exchange: Exchange,
+        status: int,
+        started: float,
+        *,
+        unparsed: bool = False,
     ) -> None:
-        """The request is answered (``status``; ``CLIENT_CLOSED``: its client left first): its
-        status counted, its line written (``started``: its ``time.perf_counter()``).
-        ``unparsed``: refused by the HTTP parser, so no method or path is known (``-``)."""
+        """The request of ``remote`` (the client's address) is answered (``status``;
+        ``CLIENT_CLOSED``: its client left first): its status counted, its line written
+        (``started``: its ``time.perf_counter()``). ``unparsed``: refused by the HTTP parser,
+        so no method or path is known (``-``)."""
         if self._metrics is not None:
             self._metrics.http.inc((str(status),))
         if self._log and log.isEnabledFor(logging.INFO):
             millis = (time.perf_counter() - started) * 1000.0
-            method, path = ("-", "-") if unparsed else (request.method, request.rel_url.raw_path)
+            path = raw_path
+            if unparsed:
+                method = path = "-"
             handlers = log.handlers
             if len(handlers) == 1 and type(handlers[0]) is AccessLogHandler and handlers[0].formatter is None:
                 # ``a2a serve``'s own handler writing text, and nothing else listening: the
                 # line without a LogRecord, which cost as much as the rest of the line.
                 handlers[0].add_line(
-                    request.remote or "-",
+                    remote or "-",
                     method,
                     path,
                     status,
@@ -103,13 +115,14 @@ class ExchangeLayer:
                     exchange.principal or "-",
                 )
             else:
-                self._write(request, method, path, exchange, status, millis)
+                self._write(remote, method, path, exchange, status, millis)
 
     async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
         """As a middleware (an embedded ``A2AServer.app()``): around everything that serves
         the request. ``A2AServer.start``'s connections call ``begin`` and ``end`` themselves."""
         started = time.perf_counter()
-        exchange = self.begin(request)
+        raw_path = request.rel_url.raw_path
+        exchange = self.begin(raw_path, upgrade="Upgrade" in request.headers)
         token = EXCHANGE.set(exchange)
         status = 500
         try:
@@ -124,15 +137,13 @@ class ExchangeLayer:
             raise
         finally:
             EXCHANGE.reset(token)
-            self.end(request, exchange, status, started)
+            self.end(request.remote, request.method, raw_path, exchange, status, started)
 
     @staticmethod
-    def _write(
-        request: web.BaseRequest, method: str, path: str, exchange: Exchange, status: int, millis: float
-    ) -> None:
+    def _write(remote: str | None, method: str, path: str, exchange: Exchange, status: int, millis: float) -> None:
         """The line as a ``LogRecord``: for any handler, and formatters such as JSON's."""
         fields = {
-            "remote": request.remote or "-",
+            "remote": remote or "-",
             "http_method": method,
             "path": path,
             "status": status,

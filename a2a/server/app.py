@@ -20,7 +20,7 @@ import functools
 import gc
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -42,7 +42,7 @@ from .access_log import ExchangeLayer
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
-from .connections import GuardedServer
+from .connections import FastRoute, GuardedServer
 from .health import HEALTHZ_PATH, READYZ_PATH, Health
 from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
@@ -131,6 +131,8 @@ class _Serving:
     #: The access log and status counts (``None``: off), when the connections run them
     #: (``start``); an embedded server's dispatcher has them as its outermost middleware.
     exchanges: ExchangeLayer | None = None
+    #: What ``start``'s connections answer themselves, by exact path (``connections``).
+    fast_routes: Mapping[str, FastRoute] | None = None
 
     async def stop(self) -> None:
         """The stop steps, in order (before open requests are waited for: see ``_serving``)."""
@@ -383,7 +385,12 @@ class A2AServer:
         # Before the first request: the handler listens to the other replicas, and tasks a
         # dead server left running end.
         dispatcher = Dispatcher(routes, middlewares)
-        return _Serving(dispatcher, self.handler.start, hooks, self.config.limits, layer if own_connections else None)
+        fast: dict[str, FastRoute] = {}
+        if own_connections and not middlewares and "jsonrpc" in served:
+            # Middlewares must see every request as an aiohttp request: none, or no fast path.
+            fast = {mount + JSONRPC_PATH: jsonrpc.unary, mount + JSONRPC_PATH + "/": jsonrpc.unary}
+        exchanges = layer if own_connections else None
+        return _Serving(dispatcher, self.handler.start, hooks, self.config.limits, exchanges, fast)
 
     def app(self) -> web.Application:
         """The server as an aiohttp application, to embed in a larger one (for example
@@ -448,6 +455,7 @@ class A2AServer:
             framing=serving.dispatcher.framing,
             request_factory=self._request_factory(),
             exchanges=serving.exchanges,
+            fast_routes=serving.fast_routes,
             access_log=None,
             handler_cancellation=True,
         )

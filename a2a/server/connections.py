@@ -20,6 +20,17 @@ socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aioh
 - answer what aiohttp's parser refuses (a URL over 8 KiB, a header too long, a bad request line)
   with a JSON error framed as the endpoint the path names (414, 431 or 400), logged in one line.
 
+The fast path. A request aiohttp's parser has read whole (headers and body, in the reads so far)
+that one of ``fast_routes`` answers without aiohttp's request machinery, a unary JSON-RPC call
+(``JsonRpcBinding.unary``), is answered by the connection itself: no ``web.Request``, no task
+of aiohttp's per request, no response object; the answer's head and body go out in one write.
+The parser, the limits, the deadlines, the guard and the access layer are the same for both
+paths; only who serves the parsed request differs. It applies only to a plain ``POST`` on
+HTTP/1.1 at the route's exact path (no query), kept alive, with no ``Expect``, ``Upgrade``,
+``Content-Encoding`` or chunked body, within the body limit, when nothing else is being served on
+the connection (answers stay in order); everything else (and whatever the route hands back,
+``None``: a stream, a 0.3 request) is aiohttp's, as before.
+
 Request bodies are not inflated by aiohttp here (``auto_decompress=False``: see
 ``request_body``). A request answered before its body was read whole has the rest thrown away,
 never inflated, for at most ``drain_timeout`` seconds and as many bytes as the body limit (at
@@ -32,10 +43,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, cast
 
 from aiohttp import web
+from aiohttp.http import HttpVersion11
 from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
 from aiohttp.http_parser import RawRequestMessage
 from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
@@ -45,12 +57,17 @@ from aiohttp.web_protocol import RequestHandler
 from ..errors import InternalError, InvalidRequestError, ProtocolError
 from .access_log import CLIENT_CLOSED, ExchangeLayer
 from .deadline_sweep import DeadlineSweep, resolution_for
+from .json_answer import Reply, answer_head
 from .limits import HttpLimits
 from .observe import EXCHANGE, Exchange
 from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
 
-__all__ = ["ConnectionGuard", "GuardedServer", "TooManyConnectionsError"]
+__all__ = ["ConnectionGuard", "FastRoute", "GuardedServer", "TooManyConnectionsError"]
+
+#: A route of the fast path: the answer to a request from its headers (looked up
+#: case-insensitively) and its whole body, or ``None`` when aiohttp's path is to serve it.
+FastRoute = Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]
 
 log = logging.getLogger("a2a.server")
 
@@ -199,6 +216,7 @@ class GuardedServer(web.Server):
         max_body: int,
         framing: Callable[[str], ErrorFraming],
         exchanges: ExchangeLayer | None = None,
+        fast_routes: Mapping[str, FastRoute] | None = None,
         **kwargs: Any,
     ) -> None:
         # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
@@ -211,6 +229,10 @@ class GuardedServer(web.Server):
         self.sweep: DeadlineSweep | None = None
         #: The most bytes of a refused body thrown away before the connection is closed.
         self.drain_bytes = max(max_body, _DRAIN_BYTES_FLOOR)
+        self.max_body = max_body
+        #: The requests the connections answer themselves, by exact path (see the module's
+        #: docstring); ``None``: none.
+        self.fast_routes = fast_routes or None
         self.guard = ConnectionGuard(limits)
         #: How an error is framed at a path (the dispatcher's framing).
         self.framing = framing
@@ -252,12 +274,14 @@ class _GuardedConnection(RequestHandler):
         "_exchange",
         "_exchange_started",
         "_exchanges",
+        "_fast_routes",
+        "_fast_task",
         "_guard",
         "_head",
         "_limits",
+        "_line",
         "_make",
         "_phase",
-        "_request",
         "_server",
         "_sweep",
         "_unparsed",
@@ -278,11 +302,15 @@ class _GuardedConnection(RequestHandler):
         self._head = b""
         #: The exchange of the request being served, until its line is written.
         self._exchange: Exchange | None = None
-        self._request: web.BaseRequest | None = None
+        #: What its line names: the client's address, the method and the (raw) path.
+        self._line: tuple[str | None, str, str] = ("", "-", "-")
         self._exchange_started = 0.0
         self._unparsed = False
         self._exchanges = manager.exchanges
         self._make: Callable[..., web.BaseRequest] | None = None
+        self._fast_routes = manager.fast_routes
+        #: The request being answered on the fast path.
+        self._fast_task: asyncio.Task[None] | None = None
         if self._exchanges is not None:
             self._make = self._request_factory
             self._request_factory = self._make_request
@@ -307,10 +335,12 @@ class _GuardedConnection(RequestHandler):
         self._arm(self._limits.header_timeout)
 
     def connection_lost(self, exc: BaseException | None) -> None:
-        if self._exchange is not None and self._request is not None:
+        if self._exchange is not None:
             # Gone before its answer was written whole (its handler is cancelled next).
-            self._end_exchange(self._request, CLIENT_CLOSED)
+            self._end_exchange(CLIENT_CLOSED)
         self._release()
+        if self._fast_task is not None:
+            self._fast_task.cancel()  # as aiohttp cancels its handlers (``handler_cancellation``)
         super().connection_lost(exc)
 
     def _release(self) -> None:
@@ -335,18 +365,20 @@ class _GuardedConnection(RequestHandler):
         # What the parser refused (``handle_error``) is served as aiohttp's placeholder request
         # (``UNKNOWN /``): its line shows no method, path or binding rather than that one's.
         self._unparsed = args[0] is PARSER_REFUSED
-        self._exchange = self._exchanges.begin(request, unparsed=self._unparsed)
+        raw_path = request.rel_url.raw_path
+        self._exchange = self._exchanges.begin(raw_path, upgrade="Upgrade" in request.headers, unparsed=self._unparsed)
         # Set in this connection's task: the request's task, made next, runs in a copy of its
         # context (and the next request's replaces it here).
         EXCHANGE.set(self._exchange)
         self._exchange_started = time.perf_counter()
-        self._request = request
+        self._line = (request.remote, request.method, raw_path)
         return request
 
-    def _end_exchange(self, request: web.BaseRequest, status: int) -> None:
-        exchange, self._exchange, self._request = self._exchange, None, None
+    def _end_exchange(self, status: int) -> None:
+        exchange, self._exchange = self._exchange, None
         assert exchange is not None and self._exchanges is not None
-        self._exchanges.end(request, exchange, status, self._exchange_started, unparsed=self._unparsed)
+        remote, method, path = self._line
+        self._exchanges.end(remote, method, path, exchange, status, self._exchange_started, unparsed=self._unparsed)
 
     # ---- phases ------------------------------------------------------------------------
 
@@ -363,7 +395,17 @@ class _GuardedConnection(RequestHandler):
         elif self._phase == _HEADERS and len(self._head) < _HEAD_BYTES:
             self._head += data[: _HEAD_BYTES - len(self._head)]
         parsed = self._request_count
-        super().data_received(data)
+        # aiohttp's loop waiting for a request: not woken by its parser, but by ``_take``,
+        # which may answer the request on the fast path instead.
+        waiter = self._waiter
+        held = self._fast_routes is not None and waiter is not None and not waiter.done()
+        if held:
+            self._waiter = None
+        try:
+            super().data_received(data)
+        finally:
+            if held:
+                self._waiter = waiter
         if started and self._request_count == parsed:
             self._arm(self._limits.header_timeout)
         if self._request_count != parsed and self._messages:
@@ -377,8 +419,108 @@ class _GuardedConnection(RequestHandler):
             else:
                 # What the parser refused is answered (``handle_error``) framed by its path.
                 self._serving(keep_head=not isinstance(message, RawRequestMessage))
+            if held and self._fast_task is None:
+                self._take()
         elif self._phase == _BODY and self._body is not None and self._body.is_eof():
             self._serving()
+
+    # ---- the fast path ------------------------------------------------------------------
+
+    def _take(self) -> None:
+        """Serve the request the parser queued while aiohttp's loop waited: here, when it is
+        the only one and the fast path answers it; else by aiohttp's loop, woken."""
+        if len(self._messages) == 1:
+            message, payload = self._messages[0]
+            answering = self._fast_answer(message, payload)
+            if answering is not None:
+                self._messages.popleft()
+                self._serve_fast(cast(RawRequestMessage, message), answering)
+                return
+        waiter = self._waiter
+        if waiter is not None and not waiter.done():
+            waiter.set_result(None)
+
+    def _fast_answer(self, message: Any, payload: StreamReader) -> Awaitable[Reply] | None:
+        """The answer the fast path gives ``message`` (see the module's docstring), or ``None``."""
+        assert self._fast_routes is not None
+        if type(message) is not RawRequestMessage:
+            return None
+        route = self._fast_routes.get(message.path)
+        if (
+            route is None
+            or message.method != "POST"
+            or message.version != HttpVersion11
+            or message.should_close
+            or message.upgrade
+            or message.chunked
+            or payload is EMPTY_PAYLOAD
+            or not payload.is_eof()
+        ):
+            return None
+        headers = message.headers
+        if "Expect" in headers or "Content-Encoding" in headers:
+            return None
+        # The body as the parser fed it, left in place: what the route hands back (``None``)
+        # is served by aiohttp's path, which reads it.
+        buffered = getattr(payload, "_buffer", None)
+        if buffered is None or getattr(payload, "_buffer_offset", None):
+            return None
+        body = b"".join(buffered)
+        if len(body) > self._server.max_body:
+            return None  # refused with 413 by aiohttp's path, which frames it
+        return route(headers, body)
+
+    def _serve_fast(self, message: RawRequestMessage, answering: Awaitable[Reply]) -> None:
+        parser = self._parser
+        if parser is not None and hasattr(parser, "message_consumed"):
+            parser.message_consumed()  # aiohttp >= 3.14 counts the messages it queued
+        if self._manager is not None:
+            self._manager.requests_count += 1
+        exchange = None
+        if self._exchanges is not None:
+            self._unparsed = False
+            exchange = self._exchange = self._exchanges.begin(message.path)
+            self._exchange_started = time.perf_counter()
+            self._line = (self._client, message.method, message.path)
+        self._fast_task = self._loop.create_task(self._answer_fast(message.path, answering, exchange))
+
+    async def _answer_fast(self, path: str, answering: Awaitable[Reply], exchange: Exchange | None) -> None:
+        if exchange is not None:
+            EXCHANGE.set(exchange)  # this task's own context: what serves the request sees it
+        self._request_in_progress = True  # aiohttp's shutdown waits for it (``_handler_waiter``)
+        close = False
+        try:
+            try:
+                status, body, headers = await answering
+                head = answer_head(status, "application/json", len(body), headers)
+            except Exception:  # noqa: BLE001 - a fault of ours: answered as such, the connection closed
+                self.log_exception("Error handling request from %s", self._client)
+                error = InternalError()
+                status, close = error.http_status, True
+                body, content_type = self._server.framing(path)(error)
+                head = answer_head(status, content_type, len(body), {"Connection": "close"})
+            transport = self.transport
+            if transport is None or transport.is_closing():
+                return  # its client left: ``connection_lost`` ended the exchange
+            transport.write(head + body)
+            if self._exchange is not None:
+                self._end_exchange(status)
+            if self._paused:
+                await self._drain_helper()  # a client that does not read holds its next request
+        except ConnectionError:
+            return
+        finally:
+            self._fast_task = None
+            self._request_in_progress = False
+            done = self._handler_waiter
+            if done is not None and not done.done():
+                done.set_result(None)
+        if close or self._force_close or self._close:
+            self.force_close()
+        elif self._messages:
+            self._take()
+        elif self._client is not None:
+            self._waiting()
 
     def _serving(self, *, keep_head: bool = False) -> None:
         """The request is served: no deadline, and (unless an error is still to be framed by
@@ -400,14 +542,14 @@ class _GuardedConnection(RequestHandler):
             answered = await super().finish_response(request, resp, start_time)
         except Exception:  # aiohttp's ``start`` logs it and closes the connection
             if self._exchange is not None:
-                self._end_exchange(request, 500)
+                self._end_exchange(500)
             raise
         if self._exchange is not None:
             # The answer is written, or its client went away as it was (a write that failed,
             # or the transport closing after one did; a WebSocket's closes with its end).
             transport = self.transport
             reset = answered[1] or transport is None or (transport.is_closing() and resp.status != 101)
-            self._end_exchange(request, CLIENT_CLOSED if reset else resp.status)
+            self._end_exchange(CLIENT_CLOSED if reset else resp.status)
         if self._client is None or self._upgraded:
             return answered
         if unread:
@@ -515,7 +657,7 @@ class _GuardedConnection(RequestHandler):
             # Nothing more can be answered: aiohttp's ``start`` closes the connection. Its line
             # says what went wrong, not that the client left.
             if self._exchange is not None:
-                self._end_exchange(request, error.http_status)
+                self._end_exchange(error.http_status)
             raise ConnectionError("Response is sent already, cannot send another response with the error message")
         path = self._path() if isinstance(exc, HttpProcessingError) else request.path
         body, content_type = self._server.framing(path)(error)

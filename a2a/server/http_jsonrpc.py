@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import msgspec
@@ -23,8 +23,9 @@ from ..protocol.codec import encode
 from ..protocol.jsonrpc import Call, RequestError, decode_call, encode_error, encode_result, request_id_of
 from ..protocol.methods import METHODS
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
-from ..protocol.version import is_legacy
+from ..protocol.version import VERSION_HEADER, is_legacy
 from ..types import RequestId
+from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
@@ -37,10 +38,12 @@ from .http_common import (
     sse_error,
     write_sse,
 )
-from .json_answer import JSON, JsonAnswer
+from .json_answer import JSON, JsonAnswer, Reply
 from .limits import BODY_REFUSALS
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
+
+_NO_QUERY: Mapping[str, str] = {}
 
 #: The 0.3 methods that answer with a stream.
 _V03_STREAMS = frozenset({"message/stream", "tasks/resubscribe"})
@@ -73,24 +76,31 @@ class JsonRpcBinding:
         self.heartbeat = heartbeat
 
     def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
+        return _response(self._error_reply(request_id, error))
+
+    def _error_reply(self, request_id: RequestId, error: ProtocolError) -> Reply:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
         # transport-level ones a client must see as such: 401 (with a challenge), 413, and the
         # refusals of how the body was sent (415 encoding, 400 undecodable, 408 too slow).
-        headers = None
-        status = 200
         if isinstance(error, AuthenticationRequiredError):
-            status = 401
-            headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-        elif error.http_status == 413 or isinstance(error, BODY_REFUSALS):
-            status = error.http_status
-        return web.Response(body=encode_error(request_id, error), status=status, headers=headers, content_type=JSON)
+            challenge = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
+            return 401, encode_error(request_id, error), challenge
+        if error.http_status == 413 or isinstance(error, BODY_REFUSALS):
+            return error.http_status, encode_error(request_id, error), None
+        return 200, encode_error(request_id, error), None
 
     async def _refused_id(self, request: web.BaseRequest) -> RequestId:
         """The id of a request refused before it was read (its version, its credentials): read
         from its body when it can be (JSON-RPC 2.0 allows ``null`` only when it cannot); a body
         over the limit is not read."""
         try:
-            return request_id_of(await read_body(request, self.max_body), max_depth=self.max_json_depth)
+            return self._id_in(await read_body(request, self.max_body))
+        except ProtocolError:
+            return None
+
+    def _id_in(self, body: bytes) -> RequestId:
+        try:
+            return request_id_of(body, max_depth=self.max_json_depth)
         except ProtocolError:
             return None
 
@@ -105,21 +115,14 @@ class JsonRpcBinding:
             return self._error(await self._refused_id(request), exc)
         request_id: RequestId = None
         try:
-            try:
-                call = decode_call(await read_body(request, self.max_body), max_depth=self.max_json_depth)
-            except (RequestError, ProtocolError):
-                raise
-            except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
-                log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
-                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
+            call = self._decode(await read_body(request, self.max_body))
             request_id = call.id
             if call.method.streaming:
                 streaming = self._stream(request, call.id, call.method.name, call.params, ctx)
                 # The stream keeps what it needs; this frame lasts as long as the stream does.
                 del call, ctx
                 return await streaming
-            result = await self.handler.call(call.method.name, call.params, ctx)
-            return JsonAnswer(encode_result(call.id, result))
+            return _response(await self._answer(call, ctx))
         except RequestError as exc:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
@@ -129,6 +132,50 @@ class JsonRpcBinding:
         except Exception:  # a fault of ours: answered as such, with the request id
             log.exception("could not answer a JSON-RPC request")
             return self._error(request_id, InternalError())
+
+    def unary(self, headers: Mapping[str, str], body: bytes) -> Awaitable[Reply] | None:
+        """The answer to a 1.0 request whose whole body is in hand and whose URL has no query
+        (the fast path of ``A2AServer.start``'s connections: see ``connections``), when it is a
+        unary call or a request refused before its call (credentials, decoding). ``None`` for
+        what the connection's fast path does not answer, served by ``handle`` instead: a 0.3
+        request, a streaming call. ``headers`` look names up case-insensitively."""
+        if self.serve_v03 and is_legacy(headers.get(VERSION_HEADER)):
+            return None
+        try:
+            ctx = admit(headers, _NO_QUERY, self.authenticator)
+        except ProtocolError as exc:
+            return _ready(self._error_reply(self._id_in(body), exc))
+        try:
+            call = self._decode(body)
+        except RequestError as exc:
+            return _ready(self._error_reply(exc.request_id, exc.error))
+        except ProtocolError as exc:
+            return _ready(self._error_reply(None, exc))
+        if call.method.streaming:
+            return None
+        return self._answer(call, ctx)
+
+    def _decode(self, body: bytes) -> Call:
+        """The call in ``body``: ``RequestError`` (with the id when it is known) or
+        ``ProtocolError`` when it is not one."""
+        try:
+            return decode_call(body, max_depth=self.max_json_depth)
+        except (RequestError, ProtocolError):
+            raise
+        except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
+            log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
+            raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
+
+    async def _answer(self, call: Call, ctx: CallContext) -> Reply:
+        """A unary call's answer: its result, or its error."""
+        try:
+            result = await self.handler.call(call.method.name, call.params, ctx)
+        except ProtocolError as exc:
+            return self._error_reply(call.id, exc)
+        except Exception:  # a fault of ours: answered as such, with the request id
+            log.exception("could not answer a JSON-RPC request")
+            return self._error_reply(call.id, InternalError())
+        return 200, encode_result(call.id, result), None
 
     def _stream(
         self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext
@@ -243,6 +290,17 @@ class JsonRpcBinding:
             return await write_sse(request, events, frames, heartbeat=self.heartbeat)
         except ProtocolError as exc:  # before the first event: a 0.3 client reads it from the stream
             return await sse_error(request, encode_error(request_id, exc))
+
+
+def _response(reply: Reply) -> web.Response:
+    status, body, headers = reply
+    if status == 200 and headers is None:
+        return JsonAnswer(body)
+    return web.Response(body=body, status=status, headers=headers, content_type=JSON)
+
+
+async def _ready(reply: Reply) -> Reply:
+    return reply
 
 
 def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:

@@ -30,6 +30,8 @@ not bytes).
 from __future__ import annotations
 
 import time
+from collections.abc import Mapping
+from http import HTTPStatus
 from typing import Any
 
 from aiohttp import web
@@ -38,9 +40,12 @@ from aiohttp.http import HttpVersion11
 
 from .server_header import ServedRequest, server_software
 
-__all__ = ["JSON", "JsonAnswer", "http_date"]
+__all__ = ["JSON", "JsonAnswer", "Reply", "answer_head", "http_date"]
 
 JSON = "application/json"
+#: A unary call's answer: its HTTP status, its JSON body, and any header it needs beyond
+#: ``Content-Type`` and ``Content-Length`` (a 401's challenge).
+Reply = tuple[int, bytes, Mapping[str, str] | None]
 
 #: Attributes ``web.Response.__init__`` sets on the instance (rather than the class): looked for
 #: only when the fast path does not apply, and made by running it then.
@@ -98,6 +103,22 @@ def _new_start(content_type: str) -> bytes:
         raise ValueError(f"a content type cannot hold a line break: {content_type!r}")
     start = _starts[content_type] = f"HTTP/1.1 200 OK\r\nContent-Type: {content_type}\r\nContent-Length: ".encode()
     return start
+
+
+def answer_head(status: int, content_type: str, length: int, headers: Mapping[str, str] | None = None) -> bytes:
+    """The head of an answer on a kept-alive HTTP/1.1 connection, as ``JsonAnswer`` writes it;
+    ``headers``: more, before ``Date`` and ``Server`` (values of the server's own making, with
+    no line break: one is refused with ``ValueError``)."""
+    now = int(time.time())
+    tail = _tail if now == _tail_second else _new_tail(now)
+    if status == 200 and not headers:
+        return (_starts.get(content_type) or _new_start(content_type)) + b"%d" % length + tail
+    lines = [f"HTTP/1.1 {status} {HTTPStatus(status).phrase}", f"Content-Type: {content_type}"]
+    lines.append(f"Content-Length: {length}")
+    lines += [f"{name}: {value}" for name, value in (headers or {}).items()]
+    if any("\r" in line or "\n" in line for line in lines):
+        raise ValueError(f"an answer's header cannot hold a line break: {lines!r}")
+    return "\r\n".join(lines).encode() + tail
 
 
 class JsonAnswer(web.Response):
@@ -171,10 +192,7 @@ class JsonAnswer(web.Response):
             writer = self._payload_writer
             body = self._body
             if self._fast and not data and isinstance(body, bytes) and writer is not None:
-                now = int(time.time())
-                tail = _tail if now == _tail_second else _new_tail(now)
-                start = _starts.get(self._json_type) or _new_start(self._json_type)
-                await writer.write_eof(start + b"%d" % len(body) + tail + body)
+                await writer.write_eof(answer_head(200, self._json_type, len(body)) + body)
                 self._ready = False
                 self._eof_sent = True
                 self._req = None

@@ -188,9 +188,10 @@ async def test_on_an_aiohttp_without_class_defaults_every_answer_takes_its_path(
 
     monkeypatch.setattr(json_answer, "LAZY", False)
     conn = await connect(started)
-    answer = await conn.ask(jsonrpc_request("old aiohttp"))
-    assert_fixed_head(answer, "application/json")
-    assert json.loads(answer.body)["result"]["message"]["parts"][0]["text"] == "old aiohttp"
+    # REST: a unary JSON-RPC call is answered by the connection itself (``connections``).
+    answer = await conn.ask(rest_request("old aiohttp"))
+    assert_fixed_head(answer, "application/a2a+json")
+    assert json.loads(answer.body)["message"]["parts"][0]["text"] == "old aiohttp"
     assert len(slow_paths) == 1 and not slow_paths[0]._fast
 
 
