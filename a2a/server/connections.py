@@ -482,12 +482,13 @@ class _GuardedConnection(RequestHandler):
             exchange = self._exchange = self._exchanges.begin(message.path)
             self._exchange_started = time.perf_counter()
             self._line = (self._client, message.method, message.path)
+        # In progress from now: a shutdown that starts before the task's first step waits for it.
+        self._request_in_progress = True
         self._fast_task = self._loop.create_task(self._answer_fast(message.path, answering, exchange))
 
     async def _answer_fast(self, path: str, answering: Awaitable[Reply], exchange: Exchange | None) -> None:
         if exchange is not None:
             EXCHANGE.set(exchange)  # this task's own context: what serves the request sees it
-        self._request_in_progress = True  # aiohttp's shutdown waits for it (``_handler_waiter``)
         close = False
         try:
             try:
@@ -511,7 +512,7 @@ class _GuardedConnection(RequestHandler):
             return
         finally:
             self._fast_task = None
-            self._request_in_progress = False
+            self._request_in_progress = False  # aiohttp's shutdown waits for this (``_handler_waiter``)
             done = self._handler_waiter
             if done is not None and not done.done():
                 done.set_result(None)
