@@ -386,9 +386,11 @@ class A2AServer:
         # dead server left running end.
         dispatcher = Dispatcher(routes, middlewares)
         fast: dict[str, FastRoute] = {}
-        if own_connections and not middlewares and "jsonrpc" in served:
-            # Middlewares must see every request as an aiohttp request: none, or no fast path.
-            fast = {mount + JSONRPC_PATH: jsonrpc.unary, mount + JSONRPC_PATH + "/": jsonrpc.unary}
+        if own_connections and not middlewares:  # middlewares must see every request as aiohttp's
+            if "jsonrpc" in served:
+                fast = {mount + JSONRPC_PATH: jsonrpc.unary, mount + JSONRPC_PATH + "/": jsonrpc.unary}
+            if "rest" in served:
+                fast.update(rest.unary_routes())
         exchanges = layer if own_connections else None
         return _Serving(dispatcher, self.handler.start, hooks, self.config.limits, exchanges, fast)
 

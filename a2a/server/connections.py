@@ -21,15 +21,15 @@ socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aioh
   with a JSON error framed as the endpoint the path names (414, 431 or 400), logged in one line.
 
 The fast path. A request aiohttp's parser has read whole (headers and body, in the reads so far)
-that one of ``fast_routes`` answers without aiohttp's request machinery, a unary JSON-RPC call
-(``JsonRpcBinding.unary``), is answered by the connection itself: no ``web.Request``, no task
-of aiohttp's per request, no response object; the answer's head and body go out in one write.
-The parser, the limits, the deadlines, the guard and the access layer are the same for both
-paths; only who serves the parsed request differs. It applies only to a plain ``POST`` on
-HTTP/1.1 at the route's exact path (no query), kept alive, with no ``Expect``, ``Upgrade``,
-``Content-Encoding`` or chunked body, within the body limit, when nothing else is being served on
-the connection (answers stay in order); everything else (and whatever the route hands back,
-``None``: a stream, a 0.3 request) is aiohttp's, as before.
+that one of ``fast_routes`` answers without aiohttp's request machinery (a unary JSON-RPC call,
+``JsonRpcBinding.unary``; REST's ``message:send``, ``RestBinding.unary``) is answered by the
+connection itself: no ``web.Request``, no task of aiohttp's per request, no response object; the
+answer's head and body go out in one write. The parser, the limits, the deadlines, the guard and
+the access layer are the same for both paths; only who serves the parsed request differs. It
+applies only to a plain ``POST`` on HTTP/1.1 at the route's exact path (no query), kept alive,
+with no ``Expect``, ``Upgrade``, ``Content-Encoding`` or chunked body, within the body limit,
+when nothing else is being served on the connection (answers stay in order); everything else
+(and whatever the route hands back, ``None``: a stream, a 0.3 request) is aiohttp's, as before.
 
 Request bodies are not inflated by aiohttp here (``auto_decompress=False``: see
 ``request_body``). A request answered before its body was read whole has the rest thrown away,
@@ -492,8 +492,8 @@ class _GuardedConnection(RequestHandler):
         close = False
         try:
             try:
-                status, body, headers = await answering
-                head = answer_head(status, "application/json", len(body), headers)
+                status, content_type, body, headers = await answering
+                head = answer_head(status, content_type, len(body), headers)
             except Exception:  # noqa: BLE001 - a fault of ours: answered as such, the connection closed
                 self.log_exception("Error handling request from %s", self._client)
                 error = InternalError()

@@ -38,7 +38,7 @@ from .http_common import (
     sse_error,
     write_sse,
 )
-from .json_answer import JSON, JsonAnswer, Reply
+from .json_answer import JSON, JsonAnswer, Reply, ready, response_of
 from .limits import BODY_REFUSALS
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
@@ -76,7 +76,7 @@ class JsonRpcBinding:
         self.heartbeat = heartbeat
 
     def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
-        return _response(self._error_reply(request_id, error))
+        return response_of(self._error_reply(request_id, error))
 
     def _error_reply(self, request_id: RequestId, error: ProtocolError) -> Reply:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
@@ -84,10 +84,10 @@ class JsonRpcBinding:
         # refusals of how the body was sent (415 encoding, 400 undecodable, 408 too slow).
         if isinstance(error, AuthenticationRequiredError):
             challenge = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-            return 401, encode_error(request_id, error), challenge
+            return 401, JSON, encode_error(request_id, error), challenge
         if error.http_status == 413 or isinstance(error, BODY_REFUSALS):
-            return error.http_status, encode_error(request_id, error), None
-        return 200, encode_error(request_id, error), None
+            return error.http_status, JSON, encode_error(request_id, error), None
+        return 200, JSON, encode_error(request_id, error), None
 
     async def _refused_id(self, request: web.BaseRequest) -> RequestId:
         """The id of a request refused before it was read (its version, its credentials): read
@@ -122,7 +122,7 @@ class JsonRpcBinding:
                 # The stream keeps what it needs; this frame lasts as long as the stream does.
                 del call, ctx
                 return await streaming
-            return _response(await self._answer(call, ctx))
+            return response_of(await self._answer(call, ctx))
         except RequestError as exc:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
@@ -144,13 +144,13 @@ class JsonRpcBinding:
         try:
             ctx = admit(headers, _NO_QUERY, self.authenticator)
         except ProtocolError as exc:
-            return _ready(self._error_reply(self._id_in(body), exc))
+            return ready(self._error_reply(self._id_in(body), exc))
         try:
             call = self._decode(body)
         except RequestError as exc:
-            return _ready(self._error_reply(exc.request_id, exc.error))
+            return ready(self._error_reply(exc.request_id, exc.error))
         except ProtocolError as exc:
-            return _ready(self._error_reply(None, exc))
+            return ready(self._error_reply(None, exc))
         if call.method.streaming:
             return None
         return self._answer(call, ctx)
@@ -175,7 +175,7 @@ class JsonRpcBinding:
         except Exception:  # a fault of ours: answered as such, with the request id
             log.exception("could not answer a JSON-RPC request")
             return self._error_reply(call.id, InternalError())
-        return 200, encode_result(call.id, result), None
+        return 200, JSON, encode_result(call.id, result), None
 
     def _stream(
         self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext
@@ -290,17 +290,6 @@ class JsonRpcBinding:
             return await write_sse(request, events, frames, heartbeat=self.heartbeat)
         except ProtocolError as exc:  # before the first event: a 0.3 client reads it from the stream
             return await sse_error(request, encode_error(request_id, exc))
-
-
-def _response(reply: Reply) -> web.Response:
-    status, body, headers = reply
-    if status == 200 and headers is None:
-        return JsonAnswer(body)
-    return web.Response(body=body, status=status, headers=headers, content_type=JSON)
-
-
-async def _ready(reply: Reply) -> Reply:
-    return reply
 
 
 def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any
 
 import msgspec
@@ -20,18 +21,28 @@ from ..errors import (
 )
 from ..protocol import rest, v03
 from ..protocol.codec import decode_as, encode
-from ..protocol.methods import METHODS
+from ..protocol.methods import METHODS, OPERATIONS, MethodSpec
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
 from ..protocol.version import is_legacy
+from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, read_body, requested_version, write_sse
-from .json_answer import JsonAnswer
+from .json_answer import JsonAnswer, Reply, ready, response_of
 
 __all__ = ["RestBinding", "rest_error_body"]
 
 log = logging.getLogger("a2a.server")
+
+_NO_QUERY: Mapping[str, str] = {}
+#: The operations a POST to a fixed path calls with a body, answered at once (not a stream):
+#: what the connections' fast path can serve (``unary_routes``).
+_FIXED_UNARY = tuple(
+    spec
+    for spec in OPERATIONS
+    if spec.rest.http_method == "POST" and "{" not in spec.rest.path and not spec.streaming and spec.rest.body
+)
 
 #: 0.3's REST routes (``v03.PROTO_ROUTES``), compiled once.
 _V03_ROUTES = [(methods, re.compile(pattern + "/?"), name) for methods, pattern, name in v03.PROTO_ROUTES]
@@ -61,16 +72,20 @@ class RestBinding:
         self.max_json_depth = max_json_depth
         self.heartbeat = heartbeat
         #: Where the binding is mounted: the path after it names the operation.
-        self._tail_from = len(prefix.rstrip("/")) + 1
+        self._prefix = prefix.rstrip("/")
+        self._tail_from = len(self._prefix) + 1
         self.authenticator = authenticator
         self.max_body = max_body
 
     def _error(self, error: ProtocolError) -> web.Response:
+        return response_of(self._error_reply(error))
+
+    def _error_reply(self, error: ProtocolError) -> Reply:
         headers = None
         if isinstance(error, AuthenticationRequiredError):
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
         body, content_type = rest_error_body(error)
-        return web.Response(body=body, status=error.http_status, headers=headers, content_type=content_type)
+        return error.http_status, content_type, body, headers
 
     async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
         # The handler raises only protocol errors; anything else here is a request no decoder
@@ -81,21 +96,13 @@ class RestBinding:
             ctx = gate(request, self.authenticator)
             spec, path_fields = rest.match(self._tail(request), request.method)
             body = await read_body(request, self.max_body) if request.body_exists else b""
-            try:
-                check_depth(body, self.max_json_depth)  # before any decoder recurses into it
-                params = rest.decode_params(spec, path_fields, request.query, body)
-            except ProtocolError:
-                raise
-            except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
-                log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
-                raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
+            params = self._decode(spec, path_fields, request.query, body)
             if spec.streaming:
                 streaming = self._stream(request, spec.name, params, ctx)
                 # The stream keeps what it needs; this frame lasts as long as the stream does.
                 del body, params, ctx
                 return await streaming
-            result = await self.handler.call(spec.name, params, ctx)
-            return JsonAnswer(rest.encode_result(result), rest.MEDIA_TYPE)
+            return response_of(await self._answer(spec, params, ctx))
         except ProtocolError as exc:
             return self._error(exc)
         except (ConnectionError, web.HTTPException):
@@ -103,6 +110,47 @@ class RestBinding:
         except Exception:  # a fault of ours: answered as such
             log.exception("could not answer a REST request")
             return self._error(InternalError())
+
+    def unary_routes(self) -> dict[str, Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]]:
+        """The connections' fast path for this binding (see ``connections``): by exact path
+        (and with one trailing slash), the operations a POST to a fixed path calls (``message:send``)."""
+        routes: dict[str, Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]] = {}
+        for spec in _FIXED_UNARY:
+            path = f"{self._prefix}/{spec.rest.path}"
+            routes[path] = routes[path + "/"] = functools.partial(self.unary, spec)
+        return routes
+
+    def unary(self, spec: MethodSpec, headers: Mapping[str, str], body: bytes) -> Awaitable[Reply]:
+        """The answer to a POST of ``spec``'s operation at its fixed path, with no query, whose
+        whole body is in hand: what ``handle`` answers (a 1.0 path: 0.3's are under ``v1/``)."""
+        try:
+            ctx = admit(headers, _NO_QUERY, self.authenticator)
+            params = self._decode(spec, {}, _NO_QUERY, body)
+        except ProtocolError as exc:
+            return ready(self._error_reply(exc))
+        return self._answer(spec, params, ctx)
+
+    def _decode(self, spec: MethodSpec, path_fields: Mapping[str, str], query: Mapping[str, str], body: bytes) -> Any:
+        """The operation's params: ``ProtocolError`` when they are not valid."""
+        try:
+            check_depth(body, self.max_json_depth)  # before any decoder recurses into it
+            return rest.decode_params(spec, path_fields, query, body)
+        except ProtocolError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - bad input: one line in the log, a precise answer
+            log.warning("refused a request that could not be decoded (%s: %.200r)", type(exc).__name__, str(exc))
+            raise InvalidRequestError(f"Request could not be decoded: {str(exc)[:200]}") from None
+
+    async def _answer(self, spec: MethodSpec, params: Any, ctx: CallContext) -> Reply:
+        """A unary operation's answer: its result, or its error."""
+        try:
+            result = await self.handler.call(spec.name, params, ctx)
+        except ProtocolError as exc:
+            return self._error_reply(exc)
+        except Exception:  # a fault of ours: answered as such
+            log.exception("could not answer a REST request")
+            return self._error_reply(InternalError())
+        return 200, rest.MEDIA_TYPE, rest.encode_result(result), None
 
     def _tail(self, request: web.BaseRequest) -> str:
         """The path after the binding's prefix (which includes any prefix the server is mounted at)."""

@@ -40,12 +40,14 @@ from aiohttp.http import HttpVersion11
 
 from .server_header import ServedRequest, server_software
 
-__all__ = ["JSON", "JsonAnswer", "Reply", "answer_head", "http_date"]
+__all__ = ["JSON", "JsonAnswer", "Reply", "answer_head", "http_date", "ready", "response_of"]
 
 JSON = "application/json"
-#: A unary call's answer: its HTTP status, its JSON body, and any header it needs beyond
-#: ``Content-Type`` and ``Content-Length`` (a 401's challenge).
-Reply = tuple[int, bytes, Mapping[str, str] | None]
+#: A unary call's answer, as a binding makes it for either way of serving it (a ``web.Response``,
+#: ``response_of``; or written by the connection itself, ``connections``): its HTTP status, its
+#: content type, its body, and any header it needs beyond ``Content-Type`` and
+#: ``Content-Length`` (a 401's challenge).
+Reply = tuple[int, str, bytes, Mapping[str, str] | None]
 
 #: Attributes ``web.Response.__init__`` sets on the instance (rather than the class): looked for
 #: only when the fast path does not apply, and made by running it then.
@@ -119,6 +121,19 @@ def answer_head(status: int, content_type: str, length: int, headers: Mapping[st
     if any("\r" in line or "\n" in line for line in lines):
         raise ValueError(f"an answer's header cannot hold a line break: {lines!r}")
     return "\r\n".join(lines).encode() + tail
+
+
+def response_of(reply: Reply) -> web.Response:
+    """``reply`` as aiohttp's path sends it: a ``JsonAnswer`` for a 200 with no more headers."""
+    status, content_type, body, headers = reply
+    if status == 200 and headers is None:
+        return JsonAnswer(body, content_type)
+    return web.Response(body=body, status=status, headers=headers, content_type=content_type)
+
+
+async def ready(reply: Reply) -> Reply:
+    """A reply known at once, as an awaitable (a refusal, where the call's answer would be one)."""
+    return reply
 
 
 class JsonAnswer(web.Response):

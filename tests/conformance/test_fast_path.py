@@ -1,8 +1,9 @@
-"""The connections' fast path (``a2a.server.connections``): a unary JSON-RPC call read whole is
-answered by the connection itself, without aiohttp's request machinery; everything else is
-served by aiohttp's path, as before. Read byte by byte off a socket: what a client sees must be
-the same either way (the head, the order of answers, credentials, a client that leaves, a
-fault), and which path served a request is counted by spies on both."""
+"""The connections' fast path (``a2a.server.connections``): a unary JSON-RPC call (or a REST
+``message:send``) read whole is answered by the connection itself, without aiohttp's request
+machinery; everything else is served by aiohttp's path, as before. Read byte by byte off a
+socket: what a client sees must be the same either way (the head, the order of answers,
+credentials, a client that leaves, a fault), and which path served a request is counted by
+spies on both."""
 
 from __future__ import annotations
 
@@ -17,14 +18,15 @@ from typing import Any
 import pytest
 
 from a2a import A2AServer, Agent, RequestContext, ServerConfig
-from a2a.server.app import JSONRPC_PATH
+from a2a.server.app import JSONRPC_PATH, REST_PATH
 from a2a.server.auth import BearerAuth
 from a2a.server.connections import _GuardedConnection
 from a2a.server.http_jsonrpc import JsonRpcBinding
+from a2a.server.http_rest import RestBinding
 
 from .conftest import StartServer
 from .helpers import WAIT, load_module, send_params, wait_until
-from .test_json_answer import Answer, assert_fixed_head, connect, jsonrpc_request
+from .test_json_answer import Answer, assert_fixed_head, connect, jsonrpc_request, rest_request
 
 __all__ = ["connect"]  # the fixture, shared with test_json_answer
 
@@ -41,11 +43,12 @@ class Paths:
 
 @pytest.fixture
 def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
-    """Counts the requests of the JSON-RPC endpoint per path (set before a server starts: the
-    routes keep the binding's bound method)."""
+    """Counts the requests of the JSON-RPC and REST endpoints per path (set before a server
+    starts: the routes keep the bindings' bound methods)."""
     counted = Paths()
     answer_fast = _GuardedConnection._answer_fast
     handle = JsonRpcBinding.handle
+    rest_handle = RestBinding.handle
 
     async def fast(self: _GuardedConnection, *args: Any) -> None:
         counted.fast += 1
@@ -59,8 +62,13 @@ def paths(monkeypatch: pytest.MonkeyPatch) -> Iterator[Paths]:
         counted.aiohttp += 1
         return await handle(self, request)
 
+    async def rest_general(self: RestBinding, request: Any) -> Any:
+        counted.aiohttp += 1
+        return await rest_handle(self, request)
+
     monkeypatch.setattr(_GuardedConnection, "_answer_fast", fast)
     monkeypatch.setattr(JsonRpcBinding, "handle", general)
+    monkeypatch.setattr(RestBinding, "handle", rest_general)
     yield counted
 
 
@@ -125,6 +133,35 @@ async def test_a_unary_call_is_answered_by_the_connection(
     assert (paths.fast, paths.aiohttp) == (2, 0)
 
 
+@pytest.mark.parametrize("slash", ["", "/"])
+async def test_a_rest_message_send_is_answered_by_the_connection(
+    serve: StartServer, connect: Any, paths: Paths, slash: str
+) -> None:
+    server = await started_echo(serve)
+    conn = await connect(server.url)
+    answer = await conn.ask(rest_request("rest").replace(b"message:send ", b"message:send" + slash.encode() + b" "))
+    assert_fixed_head(answer, "application/a2a+json")
+    assert json.loads(answer.body)["message"]["parts"][0]["text"] == "rest"
+    assert (paths.fast, paths.aiohttp) == (1, 0)
+
+
+async def test_rest_refusals_are_framed_as_rest(serve: StartServer, connect: Any, paths: Paths) -> None:
+    server = await started_echo(serve, auth=[BearerAuth(credentials={"tok-a": "alice"})])
+    conn = await connect(server.url)
+    refused = await conn.ask(rest_request("no token"))
+    assert refused.status_line == "HTTP/1.1 401 Unauthorized"
+    assert refused.header("WWW-Authenticate").startswith("Bearer")
+    assert refused.header("Content-Type") == "application/a2a+json"
+    assert json.loads(refused.body)["error"]["code"] == 401
+    path = f"{REST_PATH}/message:send"
+    bad = b"{not json"
+    head = f"POST {path} HTTP/1.1\r\nHost: x\r\nA2A-Version: 1.0\r\nAuthorization: Bearer tok-a\r\n"
+    answer = await conn.ask((head + f"Content-Length: {len(bad)}\r\n\r\n").encode() + bad)
+    assert answer.status_line == "HTTP/1.1 400 Bad Request", answer.status_line
+    assert json.loads(answer.body)["error"]["status"] == "INVALID_ARGUMENT"
+    assert (paths.fast, paths.aiohttp) == (2, 0)
+
+
 def _chunked(body: bytes) -> bytes:
     return b"%x\r\n" % len(body) + body + b"\r\n0\r\n\r\n"
 
@@ -136,6 +173,8 @@ _GENERAL = {
     "a query": (raw_post(call_body("q"), path=JSONRPC_PATH + "?a=1"), "application/json"),
     "Expect": (raw_post(call_body("e"), extra="Expect: 100-continue\r\n"), "application/json"),
     "gzip": (raw_post(gzip.compress(call_body("g")), extra="Content-Encoding: gzip\r\n"), "application/json"),
+    "a REST stream": (rest_request("rs").replace(b"message:send", b"message:stream"), "text/event-stream"),
+    "a REST tenant": (rest_request("rt").replace(b"/message:send", b"/acme/message:send"), "application/a2a+json"),
     "chunked": (
         raw_post(b"", extra="Transfer-Encoding: chunked\r\n") + _chunked(call_body("c")),
         "application/json",
@@ -161,7 +200,7 @@ async def test_what_the_fast_path_leaves_is_served_as_before(
         assert head.startswith(b"HTTP/1.1 200 OK"), head
         length = int(next(line for line in head.split(b"\r\n") if line.lower().startswith(b"content-length"))[15:])
         body = json.loads(await asyncio.wait_for(conn.reader.readexactly(length), WAIT))
-        assert "result" in body, body
+        assert ("message" if content_type == "application/a2a+json" else "result") in body, body
     assert (paths.fast, paths.aiohttp) == (0, 1)
 
 

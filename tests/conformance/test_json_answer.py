@@ -188,10 +188,10 @@ async def test_on_an_aiohttp_without_class_defaults_every_answer_takes_its_path(
 
     monkeypatch.setattr(json_answer, "LAZY", False)
     conn = await connect(started)
-    # REST: a unary JSON-RPC call is answered by the connection itself (``connections``).
-    answer = await conn.ask(rest_request("old aiohttp"))
-    assert_fixed_head(answer, "application/a2a+json")
-    assert json.loads(answer.body)["message"]["parts"][0]["text"] == "old aiohttp"
+    # 0.3: a 1.0 unary call is answered by the connection itself (``connections``), not here.
+    answer = await conn.ask(jsonrpc_request("old aiohttp", v03=True))
+    assert_fixed_head(answer, "application/json")
+    assert json.loads(answer.body)["result"]["parts"][0]["text"] == "old aiohttp"
     assert len(slow_paths) == 1 and not slow_paths[0]._fast
 
 
