@@ -42,11 +42,12 @@ from .access_log import ExchangeLayer
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
-from .connections import FastRoute, GuardedServer
+from .connections import GuardedServer
 from .health import HEALTHZ_PATH, READYZ_PATH, Health
 from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
 from .http_rest import RestBinding, rest_error_body
+from .json_answer import FastRoute
 from .limits import HttpLimits
 from .metrics import Metrics, TimedStore
 from .observe import Observer

@@ -57,17 +57,13 @@ from aiohttp.web_protocol import RequestHandler
 from ..errors import InternalError, InvalidRequestError, ProtocolError
 from .access_log import CLIENT_CLOSED, ExchangeLayer
 from .deadline_sweep import DeadlineSweep, resolution_for
-from .json_answer import Reply, answer_head
+from .json_answer import FastRoute, Reply, answer_head
 from .limits import HttpLimits
 from .observe import EXCHANGE, Exchange
 from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
 
-__all__ = ["ConnectionGuard", "FastRoute", "GuardedServer", "TooManyConnectionsError"]
-
-#: A route of the fast path: the answer to a request from its headers (looked up
-#: case-insensitively) and its whole body, or ``None`` when aiohttp's path is to serve it.
-FastRoute = Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]
+__all__ = ["ConnectionGuard", "GuardedServer", "TooManyConnectionsError"]
 
 log = logging.getLogger("a2a.server")
 

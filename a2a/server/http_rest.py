@@ -5,7 +5,7 @@ from __future__ import annotations
 import functools
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import msgspec
@@ -29,7 +29,7 @@ from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
 from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, read_body, requested_version, write_sse
-from .json_answer import JsonAnswer, Reply, ready, response_of
+from .json_answer import FastRoute, JsonAnswer, Reply, ready, response_of
 
 __all__ = ["RestBinding", "rest_error_body"]
 
@@ -111,10 +111,10 @@ class RestBinding:
             log.exception("could not answer a REST request")
             return self._error(InternalError())
 
-    def unary_routes(self) -> dict[str, Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]]:
+    def unary_routes(self) -> dict[str, FastRoute]:
         """The connections' fast path for this binding (see ``connections``): by exact path
         (and with one trailing slash), the operations a POST to a fixed path calls (``message:send``)."""
-        routes: dict[str, Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]] = {}
+        routes: dict[str, FastRoute] = {}
         for spec in _FIXED_UNARY:
             path = f"{self._prefix}/{spec.rest.path}"
             routes[path] = routes[path + "/"] = functools.partial(self.unary, spec)

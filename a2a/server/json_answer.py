@@ -30,7 +30,7 @@ not bytes).
 from __future__ import annotations
 
 import time
-from collections.abc import Mapping
+from collections.abc import Awaitable, Callable, Mapping
 from http import HTTPStatus
 from typing import Any
 
@@ -40,7 +40,7 @@ from aiohttp.http import HttpVersion11
 
 from .server_header import ServedRequest, server_software
 
-__all__ = ["JSON", "JsonAnswer", "Reply", "answer_head", "http_date", "ready", "response_of"]
+__all__ = ["JSON", "FastRoute", "JsonAnswer", "Reply", "answer_head", "http_date", "ready", "response_of"]
 
 JSON = "application/json"
 #: A unary call's answer, as a binding makes it for either way of serving it (a ``web.Response``,
@@ -48,6 +48,9 @@ JSON = "application/json"
 #: content type, its body, and any header it needs beyond ``Content-Type`` and
 #: ``Content-Length`` (a 401's challenge).
 Reply = tuple[int, str, bytes, Mapping[str, str] | None]
+#: A route of the connections' fast path: the reply to a request from its headers (looked up
+#: case-insensitively) and its whole body, or ``None`` when aiohttp's path is to serve it.
+FastRoute = Callable[[Mapping[str, str], bytes], Awaitable[Reply] | None]
 
 #: Attributes ``web.Response.__init__`` sets on the instance (rather than the class): looked for
 #: only when the fast path does not apply, and made by running it then.
