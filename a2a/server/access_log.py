@@ -14,11 +14,9 @@ WebSocket ``access_token`` query parameter) never reach the log. The same fields
 of the log record, so ``--log-format json`` writes them as JSON members. A WebSocket connection
 is one line, written when it closes.
 
-Who calls it: ``A2AServer.start``'s connections (``connections._GuardedConnection``) open the
-exchange as they make the request and end it when aiohttp has written the answer, or when the
-client leaves first: no frame of its own around every request, which each resumption of a
-waiting request would pass through, and which an open stream would hold. An embedded
-``A2AServer.app()`` has no connections of ours: there it is the outermost middleware.
+Who calls it: each host, around every request: the aiohttp host as its outermost middleware
+(``around``), the ASGI host around its exchange, and the connection guard for a request head it
+refuses before any host sees it (``unparsed``).
 """
 
 from __future__ import annotations
@@ -117,12 +115,12 @@ class ExchangeLayer:
             else:
                 self._write(remote, method, path, exchange, status, millis)
 
-    async def __call__(self, request: web.Request, handler: Handler) -> web.StreamResponse:
-        """As a middleware (an embedded ``A2AServer.app()``): around everything that serves
-        the request. ``A2AServer.start``'s connections call ``begin`` and ``end`` themselves."""
+    async def around(self, request: web.Request, handler: Handler, mount: str = "") -> web.StreamResponse:
+        """As an aiohttp middleware (the aiohttp host): around everything that serves the
+        request, at the server's ``mount`` point; the ASGI host calls ``begin`` and ``end``."""
         started = time.perf_counter()
         raw_path = request.rel_url.raw_path
-        exchange = self.begin(raw_path, upgrade="Upgrade" in request.headers)
+        exchange = self.begin(raw_path[len(mount) :] if mount else raw_path, upgrade="Upgrade" in request.headers)
         token = EXCHANGE.set(exchange)
         status = 500
         try:

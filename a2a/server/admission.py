@@ -26,7 +26,7 @@ def admit(
     """Check the protocol version and the credentials; the same code serves every binding.
     The caller's W3C trace context (``traceparent``, ``tracestate``) is carried along.
 
-    ``headers`` must look names up case-insensitively (aiohttp's headers, or a ``CIMultiDict``
+    ``headers`` must look names up case-insensitively (``http_messages.Headers``
     for service parameters that arrive another way, e.g. stdio's ``initialize``). The version
     and the extensions may also come as query parameters; credentials only as headers.
     """

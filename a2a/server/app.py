@@ -1,35 +1,30 @@
-"""The aiohttp server: the agent card, JSON-RPC, REST (with SSE) and WebSocket on one port.
+"""The server: the agent card, JSON-RPC, REST (with SSE), WebSocket and operations on one port.
 
-``A2AServer`` composes the pieces, and one ``routing.Dispatcher`` serves its routes, in either
-of two settings that run the same start and stop steps:
+``A2AServer`` composes the core once (``_core``: the bindings behind one ``routing.Dispatcher``,
+and the steps that start and stop it), then hands it to a host:
 
-- ``start``/``stop`` (or ``async with``): on aiohttp's low-level server, on a port (``0``
-  picks a free one); what the CLI and the tests both do.
-- ``app()``: an aiohttp ``Application`` whose one catch-all route hands every request to the
-  dispatcher, to embed the server in a larger application (mounted at any prefix).
+- ``start``/``stop`` (or ``async with``): the aiohttp host on a port (``0`` picks a free one),
+  behind the connection bounds (``connections``); what the CLI and the tests do.
+- ``app()``: the same as an aiohttp ``Application``, to mount in a larger one at any prefix.
+- ``asgi()``: the same as an ASGI application (``asgi_host``), for FastAPI, Starlette and any
+  ASGI server (uvicorn, hypercorn, granian).
 
-Middlewares (aiohttp's kind) are given to the server, ``A2AServer(middlewares=[...])``, and the
-dispatcher runs them in both settings.
+Middlewares of aiohttp's kind are given to the server, ``A2AServer(middlewares=[...])``, and run
+on the aiohttp host (both of its settings); under ASGI, the framework's own middleware applies.
 """
 
 from __future__ import annotations
 
-import asyncio
 import dataclasses
 import functools
 import gc
 import hashlib
 import logging
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import msgspec
-from aiohttp import web
-from aiohttp.abc import AbstractStreamWriter
-from aiohttp.http import RawRequestMessage
-from aiohttp.streams import StreamReader
-from aiohttp.web_protocol import RequestHandler as HttpProtocol
 
 from ..protocol import v03
 from ..protocol.card import CARD_PATH
@@ -42,22 +37,25 @@ from .access_log import ExchangeLayer
 from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
-from .connections import GuardedServer
 from .health import HEALTHZ_PATH, READYZ_PATH, Health
 from .http_common import DEFAULT_SSE_HEARTBEAT
 from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
+from .http_messages import HttpRequest, Reply, server_software
 from .http_rest import RestBinding, rest_error_body
-from .json_answer import FastRoute
 from .limits import HttpLimits
 from .metrics import Metrics, TimedStore
 from .observe import Observer
 from .push import PushNotifier
-from .request_body import BODY_LIMITS
-from .routing import Dispatcher, Middleware, Route
-from .server_header import ServedRequest, server_software, set_server_header
+from .routing import Dispatcher, Route
 from .serving import open_handler, served_card
 from .store import TaskStore
 from .ws import WebSocketBinding, WebSocketConfig
+
+if TYPE_CHECKING:
+    from aiohttp import web
+
+    from .aiohttp_host import AiohttpHost
+    from .asgi_host import AsgiApp
 
 __all__ = [
     "CARD_PATH",
@@ -123,81 +121,19 @@ class ServerConfig:
 
 @dataclass(frozen=True, slots=True)
 class _Serving:
-    """The server's routes, mounted at one prefix, and its start and stop steps."""
+    """The server's core: its routes (relative to where it is mounted), and its start and stop steps."""
 
     dispatcher: Dispatcher
     start: Callable[[], Awaitable[None]]
     stop_hooks: Sequence[ShutdownHook]
     limits: HttpLimits
-    #: The access log and status counts (``None``: off), when the connections run them
-    #: (``start``); an embedded server's dispatcher has them as its outermost middleware.
+    #: The access log and status counts (``None``: off), run by each host around every request.
     exchanges: ExchangeLayer | None = None
-    #: What ``start``'s connections answer themselves, by exact path (``connections``).
-    fast_routes: Mapping[str, FastRoute] | None = None
 
     async def stop(self) -> None:
-        """The stop steps, in order (before open requests are waited for: see ``_serving``)."""
+        """The stop steps, in order (before open requests are waited for: see ``_core``)."""
         for hook in self.stop_hooks:
             await hook()
-
-
-#: The serving of an embedded server (``app()``), made when the application starts.
-_SERVING = web.AppKey("a2a_serving", _Serving)
-#: The path of ``app()``'s one route, and what is left of it once aiohttp put the mount prefix
-#: in front (``add_subapp``).
-_CATCH_ALL = "/{tail:.*}"
-_CATCH_ALL_SHOWN = "/{tail}"
-
-
-class _Runner(web.ServerRunner):
-    """aiohttp's low-level server runner, running the server's start and stop steps where an
-    application runner runs its application's start-up and shutdown."""
-
-    def __init__(self, server: web.Server, serving: _Serving, *, shutdown_timeout: float) -> None:
-        super().__init__(server, shutdown_timeout=shutdown_timeout)
-        self._serving = serving
-
-    async def _make_server(self) -> web.Server:
-        await self._serving.start()
-        return await super()._make_server()
-
-    async def shutdown(self) -> None:
-        await self._serving.stop()
-
-
-class _LimitedRequest(ServedRequest):
-    """A request of ``A2AServer.start``: ``request[BODY_LIMITS]`` (how ``read_body`` inflates
-    its body) is its server's, answered by its class (``_limited_request``) rather than stored
-    in each request, whose state would then hold a table of its own for the whole request (an
-    open stream's whole life)."""
-
-    body_limits: HttpLimits = HttpLimits()
-
-    def __getitem__(self, key: Any) -> Any:
-        if key is BODY_LIMITS:
-            return self.body_limits
-        return super().__getitem__(key)
-
-
-def _limited_request(limits: HttpLimits) -> type[_LimitedRequest]:
-    """The request class of one server (made once, when it starts)."""
-    return type("ServedRequest", (_LimitedRequest,), {"body_limits": limits})
-
-
-async def _dispatch(request: web.Request) -> web.StreamResponse:
-    """``app()``'s one route: the embedded server's dispatcher serves every request."""
-    serving = request.app[_SERVING]
-    request[BODY_LIMITS] = serving.limits
-    return await serving.dispatcher(request)
-
-
-async def _expect_in_dispatcher(_request: web.Request) -> None:
-    """The dispatcher answers ``Expect`` itself (after routing, as when ``start`` serves it)."""
-    return None
-
-
-async def _stop_embedded(app: web.Application) -> None:
-    await app[_SERVING].stop()
 
 
 class A2AServer:
@@ -213,7 +149,7 @@ class A2AServer:
         config: ServerConfig | None = None,
         push: PushNotifier | bool = False,
         push_allow: str | Sequence[str] | None = None,
-        middlewares: Sequence[Middleware] = (),
+        middlewares: Sequence[Any] = (),
     ) -> None:
         """``backend`` is where tasks, streams and push configs live (``open_backend(url)``); by
         default all in memory. ``store`` is a shorthand for a one-process backend around that
@@ -249,7 +185,8 @@ class A2AServer:
             traced = self.handler.observer.tracing if self.handler.observer is not None else None
             self.handler.observer = Observer(traced, self.metrics, agent=agent.name)
         self._cards: dict[str, tuple[bytes, str]] = {}
-        self._runner: web.BaseRunner | None = None
+        self._serving: _Serving | None = None
+        self._host: AiohttpHost | None = None
         self.url: str | None = self.config.public_url
         #: The address listened on (``http://host:port``), set by ``start``; ``url`` is the public one.
         self.bound_url: str | None = None
@@ -301,142 +238,112 @@ class A2AServer:
                 self._cards[base_url] = cached
         return cached
 
-    def _base_url(self, request: web.BaseRequest, mount: str) -> str:
-        return self.url or f"{request.scheme}://{request.host}{mount}"
+    def _base_url(self, request: HttpRequest) -> str:
+        return self.url or request.base_url
 
-    def _request_card(self, request: web.BaseRequest, mount: str = "") -> AgentCard:
-        return self.card(self._base_url(request, mount))
+    def _request_card(self, request: HttpRequest) -> AgentCard:
+        return self.card(self._base_url(request))
 
-    async def _serve_card(self, request: web.BaseRequest, mount: str = "") -> web.Response:
-        body, etag = self._card_body(self._base_url(request, mount))
+    async def _serve_card(self, request: HttpRequest) -> Reply:
+        body, etag = self._card_body(self._base_url(request))
         headers = {"ETag": etag, "Cache-Control": f"public, max-age={self.config.card_max_age}"}
-        if etag in request.headers.get("If-None-Match", ""):
-            return web.Response(status=304, headers=headers)
-        return web.Response(body=body, headers=headers, content_type="application/json")
+        if etag in (request.headers.get("If-None-Match") or ""):
+            return Reply(304, "application/json", b"", headers)
+        return Reply(200, "application/json", body, headers)
 
     # ---- serving -----------------------------------------------------------------------
 
-    def _serving(self, mount: str = "", *, own_connections: bool = False) -> _Serving:
-        """The card, JSON-RPC, REST and (when enabled) WebSocket endpoints under ``mount`` (the
-        prefix an embedding application mounted the server at), bound to this server; and what
-        to do, in order, to start and to stop. ``own_connections``: served on ``start``'s
-        connections, which then run the access layer themselves (see ``access_log``)."""
+    def _core(self) -> _Serving:
+        """The card, JSON-RPC, REST, (when enabled) WebSocket and operations endpoints, relative
+        to where the server is mounted, bound to this server; and what to do, in order, to
+        start and to stop. Made once: every host serves the same core."""
+        if self._serving is not None:
+            return self._serving
         limit = self.config.max_body_bytes
         depth = self.config.max_json_depth
         heartbeat = self.config.sse_heartbeat
-        jsonrpc = JsonRpcBinding(
-            self.handler,
-            self.authenticator,
-            limit,
-            max_json_depth=depth,
-            heartbeat=heartbeat,
-            serve_v03=self.config.serve_v03,
-        )
-        rest = RestBinding(
-            self.handler,
-            self.authenticator,
-            limit,
-            mount + REST_PATH,
-            max_json_depth=depth,
-            heartbeat=heartbeat,
-            serve_v03=self.config.serve_v03,
-        )
+        limits = self.config.limits
+        common: dict[str, Any] = {
+            "max_json_depth": depth,
+            "heartbeat": heartbeat,
+            "serve_v03": self.config.serve_v03,
+            "limits": limits,
+        }
+        jsonrpc = JsonRpcBinding(self.handler, self.authenticator, limit, **common)
+        rest = RestBinding(self.handler, self.authenticator, limit, REST_PATH, **common)
         get = frozenset({"GET", "HEAD"})
-        card = functools.partial(self._request_card, mount=mount)
-        links = {"health": mount + HEALTHZ_PATH, "ready": mount + READYZ_PATH}
+        links = {"health": HEALTHZ_PATH, "ready": READYZ_PATH}
         if self.metrics is not None:
-            links["metrics"] = mount + METRICS_PATH
-        health = Health(self.handler, card, lambda request: self._base_url(request, mount) + CARD_PATH, links)
+            links["metrics"] = METRICS_PATH
+        health = Health(self.handler, self._request_card, lambda request: self._base_url(request) + CARD_PATH, links)
         routes = [
-            Route(mount + CARD_PATH, functools.partial(self._serve_card, mount=mount), get),
+            Route(CARD_PATH, self._serve_card, get),
             # Operations: no credentials, never the agent.
-            Route(mount or "/", health.root, get),
-            Route(mount + HEALTHZ_PATH, health.live, get),
-            Route(mount + READYZ_PATH, health.ready, get),
+            Route("/", health.root, get),
+            Route(HEALTHZ_PATH, health.live, get),
+            Route(READYZ_PATH, health.ready, get),
         ]
         if self.metrics is not None:
-            routes.append(Route(mount + METRICS_PATH, self.metrics.serve, get))
+            routes.append(Route(METRICS_PATH, self.metrics.serve, get))
         served = self.config.bindings
         bindings = []
         if "jsonrpc" in served:
-            routes.append(Route(mount + JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body))
-            bindings.append((mount + JSONRPC_PATH, "JSONRPC"))
+            routes.append(Route(JSONRPC_PATH, jsonrpc.handle, frozenset({"POST"}), errors=jsonrpc_error_body))
+            bindings.append((JSONRPC_PATH, "JSONRPC"))
         if "rest" in served:
-            routes.append(Route(mount + REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body))
-            bindings.append((mount + REST_PATH + "/", "HTTP+JSON"))
-        # Stop steps run before aiohttp waits for the open requests (``on_shutdown``, not a
-        # cleanup context): readiness says so first, then the runs end CANCELED, so that
-        # streams and blocking sends are answered that at once instead of being cut off after
-        # ``shutdown_timeout``.
+            routes.append(Route(REST_PATH, rest.handle, None, prefix=True, errors=rest_error_body))
+            bindings.append((REST_PATH + "/", "HTTP+JSON"))
+        # Stop steps run before the host waits for the open requests: readiness says so first,
+        # then the runs end CANCELED, so that streams and blocking sends are answered that at
+        # once instead of being cut off after ``shutdown_timeout``.
         hooks: list[ShutdownHook] = [health.stop, self.handler.shutdown]
         ws = self.config.websocket
         if ws.enabled and "ws" in served:
-            binding = WebSocketBinding(self.handler, self.authenticator, card, ws, limit, max_json_depth=depth)
-            routes.append(Route(mount + ws.path, binding.handle, get, errors=jsonrpc_error_body))
-            bindings.append((mount + ws.path, "WEBSOCKET"))
+            binding = WebSocketBinding(
+                self.handler, self.authenticator, self._request_card, ws, limit, max_json_depth=depth
+            )
+            routes.append(Route(ws.path, binding.handle, get, errors=jsonrpc_error_body))
+            bindings.append((ws.path, "WEBSOCKET"))
             # After the runs: the WebSocket connections flush those answers and close.
             hooks.append(functools.partial(binding.shutdown, finish_within=self.config.shutdown_timeout))
-        middlewares = self.middlewares
         layer = None
         if self.config.access_log or self.metrics is not None:
             layer = ExchangeLayer(bindings, access_log=self.config.access_log, metrics=self.metrics)
-            if not own_connections:
-                # Outermost, so that the line and the status count include what the others answer.
-                middlewares = (layer, *middlewares)
         # Before the first request: the handler listens to the other replicas, and tasks a
         # dead server left running end.
-        dispatcher = Dispatcher(routes, middlewares)
-        fast: dict[str, FastRoute] = {}
-        if own_connections and not middlewares:  # middlewares must see every request as aiohttp's
-            if "jsonrpc" in served:
-                fast = {mount + JSONRPC_PATH: jsonrpc.unary, mount + JSONRPC_PATH + "/": jsonrpc.unary}
-            if "rest" in served:
-                fast.update(rest.unary_routes())
-        exchanges = layer if own_connections else None
-        return _Serving(dispatcher, self.handler.start, hooks, self.config.limits, exchanges, fast)
+        self._serving = _Serving(Dispatcher(routes), self.handler.start, hooks, limits, layer)
+        return self._serving
+
+    def _aiohttp_host(self) -> AiohttpHost:
+        from .aiohttp_host import AiohttpHost
+
+        core = self._core()
+        return AiohttpHost(
+            core.dispatcher,
+            start=core.start,
+            stop=core.stop_hooks,
+            limits=core.limits,
+            exchanges=core.exchanges,
+            middlewares=self.middlewares,
+            framing=core.dispatcher.framing,
+            max_body=self.config.max_body_bytes,
+        )
 
     def app(self) -> web.Application:
         """The server as an aiohttp application, to embed in a larger one (for example
         ``parent.add_subapp("/agent", server.app())``): its one route hands every request to
-        the same dispatcher that ``start`` serves, with the server's middlewares; the card
-        names the URLs under the prefix it is mounted at."""
-        # When it is the root application, its server leaves request bodies to ``read_body`` to
-        # inflate (the rest of a refused one is read for ``drain_timeout``, not inflated);
-        # mounted in another, the other's settings apply (aiohttp inflates, under the same
-        # decoded-size limit).
-        app = web.Application(
-            client_max_size=self.config.max_body_bytes,
-            handler_args={"auto_decompress": False, "lingering_time": self.config.limits.drain_timeout},
-        )
-        route = app.router.add_route("*", _CATCH_ALL, _dispatch, expect_handler=_expect_in_dispatcher)
-        app.on_startup.append(functools.partial(self._start_embedded, route.resource))
-        app.on_response_prepare.append(set_server_header)
-        app.on_shutdown.append(_stop_embedded)
-        return app
+        the core, with the server's middlewares; the card names the URLs under the prefix it
+        is mounted at."""
+        return self._aiohttp_host().application()
 
-    async def _start_embedded(self, resource: web.AbstractResource | None, app: web.Application) -> None:
-        # By now the application is mounted: aiohttp has put the prefix in front of the route.
-        assert resource is not None
-        serving = app[_SERVING] = self._serving(mount=resource.canonical.removesuffix(_CATCH_ALL_SHOWN))
-        await serving.start()
+    def asgi(self) -> AsgiApp:
+        """The server as an ASGI application (HTTP, WebSocket and lifespan), to run under any
+        ASGI server or mount in FastAPI or Starlette (``app.mount("/agent", server.asgi())``);
+        the card names the URLs under the prefix it is mounted at. See ``asgi_host``."""
+        from .asgi_host import AsgiApp
 
-    def _request_factory(self) -> Callable[..., web.Request]:
-        limit = self.config.max_body_bytes
-        request_class = _limited_request(self.config.limits)
-        loop = asyncio.get_running_loop()
-
-        def make_request(
-            message: RawRequestMessage,
-            payload: StreamReader,
-            protocol: HttpProtocol,
-            writer: AbstractStreamWriter,
-            task: asyncio.Task[None],
-        ) -> web.Request:
-            # The low-level server's requests allow 1 MiB bodies; ours allow the configured size.
-            # A ``web.Request`` (an application's kind, without its match info) for middlewares.
-            return request_class(message, payload, protocol, writer, task, loop, client_max_size=limit)
-
-        return make_request
+        core = self._core()
+        return AsgiApp(core.dispatcher, start=core.start, stop=core.stop_hooks, exchanges=core.exchanges)
 
     async def start(self, host: str | None = None, port: int | None = None) -> str:
         """Listen (``port=0``: any free port) and return the base URL."""
@@ -446,40 +353,21 @@ class A2AServer:
             gc.collect()
             gc.freeze()
             gc.set_threshold(20_000, 20, 20)
-        serving = self._serving(own_connections=True)
-        # handler_cancellation: a client that goes away cancels its request's handler, so a
-        # stream left before it saw a task id cancels the run nobody else can reach.
-        # GuardedServer: timeouts, connection caps and JSON answers to unparsable requests, at
-        # the connection (``connections``).
-        server = GuardedServer(
-            serving.dispatcher,
-            limits=self.config.limits,
-            max_body=self.config.max_body_bytes,
-            framing=serving.dispatcher.framing,
-            request_factory=self._request_factory(),
-            exchanges=serving.exchanges,
-            fast_routes=serving.fast_routes,
-            access_log=None,
-            handler_cancellation=True,
-        )
-        runner = self._runner = _Runner(server, serving, shutdown_timeout=self.config.shutdown_timeout)
-        await runner.setup()  # runs the start steps
-        site = web.TCPSite(runner, host, port)
-        await site.start()
-        bound = runner.addresses[0]
-        shown = f"[{bound[0]}]" if ":" in str(bound[0]) else bound[0]
-        self.bound_url = f"http://{shown}:{bound[1]}"
+        served = self._host = self._aiohttp_host()
+        bound_host, bound_port = await served.listen(host, port, shutdown_timeout=self.config.shutdown_timeout)
+        shown = f"[{bound_host}]" if ":" in bound_host else bound_host
+        self.bound_url = f"http://{shown}:{bound_port}"
         self.url = self.config.public_url or self.bound_url
         log.info("%s serving %r at %s", server_software(), self.agent.name, self.url)
         return self.url
 
     async def stop(self) -> None:
-        if self._runner is not None:
-            await self._runner.cleanup()
-            self._runner = None
+        if self._host is not None:
+            host, self._host = self._host, None
+            await host.close()
 
     async def __aenter__(self) -> A2AServer:
-        if self._runner is None:
+        if self._host is None:
             await self.start()
         return self
 

@@ -15,8 +15,6 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from multidict import MultiMapping
-
 from ..errors import AuthenticationRequiredError
 from ..types import APIKeySecurityScheme, HTTPAuthSecurityScheme, SecurityRequirement, SecurityScheme, StringList
 
@@ -168,9 +166,10 @@ class Authenticator:
         and a client that each add one would otherwise decide, by their order, who calls."""
         if not self.schemes:
             return None
-        if isinstance(headers, MultiMapping):
+        repeated: frozenset[str] = getattr(headers, "repeated", frozenset())
+        if repeated:
             for name in dict.fromkeys(scheme.header_name for scheme in self.schemes):
-                if len(headers.getall(name, ())) > 1:
+                if name.lower() in repeated:
                     raise AuthenticationRequiredError(f"The {name} header is sent more than once: send it once")
         for scheme in self.schemes:
             presented = scheme.extract(headers)

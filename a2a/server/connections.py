@@ -1,86 +1,64 @@
 """Connections under bounds: how long a peer may take, how many connections it may hold, and a
-JSON answer to a request aiohttp cannot parse.
+JSON answer to a request head that is too long or malformed.
 
-One mechanism at the connection, where aiohttp's low-level server makes a protocol per accepted
-socket: ``GuardedServer`` (a ``web.Server``) makes ``_GuardedConnection``s (aiohttp's
-``RequestHandler``), which
+aiohttp's low-level ``web.Server`` is an asyncio protocol factory; ``GuardedConnection`` is an
+asyncio protocol of ours that sits in front of the protocol it makes (composition, public APIs
+only: the connection forwards the transport's events to aiohttp's protocol, which writes to the
+transport itself). The server's handler tells the connection when a request starts being served
+and when it is answered (``Connections.serving`` / ``served``, by the request's transport), so:
 
-- keep one deadline per connection, by phase (checked by the server's one ``DeadlineSweep``,
-  not a timer per connection): the request's headers must be complete within
-  ``header_timeout`` of the connection's start (or of the first byte of a following request),
-  its body within ``body_timeout`` of its headers (else 408), and a kept-alive connection must
-  start its next request within ``idle_timeout``. A request being served has no deadline: a
-  blocking send, an SSE stream or a WebSocket (upgraded: it keeps its own heartbeat) lasts
-  as long as it needs;
-- are counted by ``ConnectionGuard``, in total and per client address. At a cap the connection
-  idle the longest (waiting for a request, not serving one; one kept alive after an answer
-  only if no other is idle) is closed to make room, so idle sockets cannot lock clients out;
-  when none is idle the newcomer is answered 503 with ``Retry-After`` and closed, before the
+- one deadline per connection, by phase (checked by the server's one ``DeadlineSweep``, not a
+  timer per connection): a request's head must be complete within ``header_timeout`` of its
+  first byte (or of the connection's start), and a kept-alive connection must start its next
+  request within ``idle_timeout``; over either, the connection is closed. A request being served
+  has no deadline here: a blocking send, an SSE stream or a WebSocket lasts as long as it needs
+  (a body that trickles is held to ``body_timeout`` where it is read: ``http_messages.read_body``);
+- connections are counted by ``ConnectionGuard``, in total and per client address. At a cap the
+  connection idle the longest (waiting for a request, not serving one; one kept alive after an
+  answer only if no other is idle) is closed to make room, so idle sockets cannot lock clients
+  out; when none is idle the newcomer is answered 503 with ``Retry-After`` and closed, before the
   process runs out of file descriptors;
-- answer what aiohttp's parser refuses (a URL over 8 KiB, a header too long, a bad request line)
-  with a JSON error framed as the endpoint the path names (414, 431 or 400), logged in one line.
-
-The fast path. A request aiohttp's parser has read whole (headers and body, in the reads so far)
-that one of ``fast_routes`` answers without aiohttp's request machinery (a unary JSON-RPC call,
-``JsonRpcBinding.unary``; REST's ``message:send``, ``RestBinding.unary``) is answered by the
-connection itself: no ``web.Request``, no task of aiohttp's per request, no response object; the
-answer's head and body go out in one write. The parser, the limits, the deadlines, the guard and
-the access layer are the same for both paths; only who serves the parsed request differs. It
-applies only to a plain ``POST`` on HTTP/1.1 at the route's exact path (no query), kept alive,
-with no ``Expect``, ``Upgrade``, ``Content-Encoding`` or chunked body, within the body limit,
-when nothing else is being served on the connection (answers stay in order); everything else
-(and whatever the route hands back, ``None``: a stream, a 0.3 request) is aiohttp's, as before.
-
-Request bodies are not inflated by aiohttp here (``auto_decompress=False``: see
-``request_body``). A request answered before its body was read whole has the rest thrown away,
-never inflated, for at most ``drain_timeout`` seconds and as many bytes as the body limit (at
-least 1 MiB): a client that sends its whole body before reading, as most do, then gets its
-answer instead of a reset; past either bound, the connection is closed.
+- a request head is looked at as it arrives (before aiohttp's parser sees it): a request line
+  over ``MAX_LINE`` bytes is 414, a header line over it 431, a request line that is not
+  ``METHOD target HTTP/x.y`` 400, each a JSON error framed as the endpoint the path names and
+  logged in one line. What aiohttp's parser refuses beyond that it answers itself (plain text).
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
-from collections.abc import Awaitable, Callable, Mapping
-from typing import Any, cast
+from collections.abc import Callable
 
 from aiohttp import web
-from aiohttp.http import HttpVersion11
-from aiohttp.http_exceptions import HttpProcessingError, LineTooLong
-from aiohttp.http_parser import RawRequestMessage
-from aiohttp.streams import EMPTY_PAYLOAD, StreamReader
-from aiohttp.web_protocol import ERROR as PARSER_REFUSED
-from aiohttp.web_protocol import RequestHandler
 
-from ..errors import InternalError, InvalidRequestError, ProtocolError
-from .access_log import CLIENT_CLOSED, ExchangeLayer
+from ..errors import InvalidRequestError, ProtocolError
+from .access_log import ExchangeLayer
 from .deadline_sweep import DeadlineSweep, resolution_for
-from .json_answer import FastRoute, Reply, answer_head
+from .http_messages import server_software
 from .limits import HttpLimits
-from .observe import EXCHANGE, Exchange
-from .request_body import BodyTimeout
 from .routing import ErrorFraming, status_body
 
-__all__ = ["ConnectionGuard", "GuardedServer", "TooManyConnectionsError"]
+__all__ = ["ConnectionGuard", "Connections", "GuardedConnection", "TooManyConnectionsError", "MAX_LINE"]
 
 log = logging.getLogger("a2a.server")
 
-#: How much of a request's start is kept, to frame an error about it (its method and path).
-_HEAD_BYTES = 256
+#: The longest request line or header line (aiohttp's own default limit for both).
+MAX_LINE = 8190
 #: Bytes of a refused body always thrown away (rather than reset), whatever the body limit.
 _DRAIN_BYTES_FLOOR = 1024 * 1024
 #: How often refusals for too many connections are logged (a flood would flood the log).
 _REFUSAL_LOG_INTERVAL = 10.0
+#: A request line: a method (an RFC 9110 token), a target, a version.
+_REQUEST_LINE = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]+ [^ \x00-\x20\x7f]+ HTTP/[0-9]\.[0-9]")
+_METHOD_SO_FAR = re.compile(rb"[!#$%&'*+.^_`|~0-9A-Za-z-]*")
 
 # The phases of a connection, each with its deadline (or none).
-_WAITING = 0  # for the first byte of a request (kept alive): idle_timeout
-_HEADERS = 1  # reading a request's headers: header_timeout from the phase's start
-_BODY = 2  # reading its body: body_timeout from the end of the headers
-_SERVING = 3  # the request is served (or the connection upgraded): no deadline
-_TIMED_OUT = 4  # its body ran out of time: closed if not answered soon
-_DRAINING = 5  # answered before its body was read: the rest is thrown away, within bounds
+_WAITING = 0  # for the first byte of a request: idle_timeout (header_timeout for a new connection)
+_HEAD = 1  # reading a request's head: header_timeout from its first byte
+_SERVING = 2  # its head is whole (the handler has it, or is about to): no deadline here
 
 
 class TooManyConnectionsError(ProtocolError):
@@ -96,10 +74,6 @@ class _HeaderTooLongError(InvalidRequestError):
     http_status = 431
 
 
-class _HandlerTimeoutError(InternalError):
-    http_status = 504
-
-
 class ConnectionGuard:
     """Counts the server's connections, in total and per client address, and picks which idle
     one to close when a cap is reached."""
@@ -112,23 +86,20 @@ class ConnectionGuard:
         # Idle connections, the one idle the longest first (dicts keep insertion order): those
         # that have not completed a request yet (or whose request was refused), closed first
         # to make room, and those kept alive after an answer.
-        self._idle_fresh: dict[_GuardedConnection, None] = {}
-        self._idle_kept: dict[_GuardedConnection, None] = {}
+        self._idle_fresh: dict[GuardedConnection, None] = {}
+        self._idle_kept: dict[GuardedConnection, None] = {}
         #: Per address, the same (the value: kept alive).
-        self._idle_by_client: dict[str, dict[_GuardedConnection, bool]] = {}
+        self._idle_by_client: dict[str, dict[GuardedConnection, bool]] = {}
         self.refused = 0
         self.evicted = 0
         self._refusals_logged_at = -_REFUSAL_LOG_INTERVAL
         self._refusals_unlogged = 0
         body = status_body(TooManyConnectionsError())[0]
-        self.refusal = (
-            b"HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\n"
-            + f"Retry-After: {limits.retry_after}\r\nContent-Length: {len(body)}\r\n".encode()
-            + b"Connection: close\r\n\r\n"
-            + body
+        self.refusal = _answer(
+            503, "Service Unavailable", body, "application/json", f"Retry-After: {limits.retry_after}\r\n"
         )
 
-    def admit(self, conn: _GuardedConnection, client: str) -> bool:
+    def admit(self, conn: GuardedConnection, client: str) -> bool:
         """Count ``conn`` in, closing an idle connection to make room if a cap is reached;
         ``False`` when there is no room."""
         if self._by_client.get(client, 0) >= self.per_client and not self._evict(self._oldest_of(client)):
@@ -139,7 +110,7 @@ class ConnectionGuard:
         self._by_client[client] = self._by_client.get(client, 0) + 1
         return True
 
-    def release(self, conn: _GuardedConnection, client: str) -> None:
+    def release(self, conn: GuardedConnection, client: str) -> None:
         self.busy(conn, client)
         self.total -= 1
         left = self._by_client[client] - 1
@@ -148,7 +119,7 @@ class ConnectionGuard:
         else:
             del self._by_client[client]
 
-    def idle(self, conn: _GuardedConnection, client: str, *, kept: bool = False) -> None:
+    def idle(self, conn: GuardedConnection, client: str, *, kept: bool = False) -> None:
         """``conn`` waits for a request: it may be closed to make room (the longest idle first,
         a connection ``kept`` alive after an answer only when no other is idle: a flood of new
         connections does not push out the clients that are being served)."""
@@ -159,24 +130,24 @@ class ConnectionGuard:
         mine.pop(conn, None)
         mine[conn] = kept
 
-    def busy(self, conn: _GuardedConnection, client: str) -> None:
+    def busy(self, conn: GuardedConnection, client: str) -> None:
         if self._idle_fresh.pop(conn, 0) is None or self._idle_kept.pop(conn, 0) is None:
             mine = self._idle_by_client[client]
             del mine[conn]
             if not mine:
                 del self._idle_by_client[client]
 
-    def _oldest_of(self, client: str) -> _GuardedConnection | None:
+    def _oldest_of(self, client: str) -> GuardedConnection | None:
         """The connection of ``client`` to close to make room (as in total: one kept alive last)."""
         mine = self._idle_by_client.get(client)
         if not mine:
             return None
         return next((conn for conn, kept in mine.items() if not kept), None) or next(iter(mine))
 
-    def _evict(self, idle: dict[_GuardedConnection, None] | _GuardedConnection | None) -> bool:
+    def _evict(self, idle: dict[GuardedConnection, None] | GuardedConnection | None) -> bool:
         if not idle:
             return False
-        victim = idle if isinstance(idle, _GuardedConnection) else next(iter(idle))
+        victim = idle if isinstance(idle, GuardedConnection) else next(iter(idle))
         self.evicted += 1
         victim.evict()  # releases it at once: the room is the newcomer's
         return True
@@ -201,476 +172,241 @@ class ConnectionGuard:
         return False
 
 
-class GuardedServer(web.Server):
-    """aiohttp's low-level server, making guarded connections (see the module's docstring)."""
+class Connections:
+    """The guarded connections of one server: the protocol factory to listen with, and what its
+    handler tells them (by the request's transport)."""
 
     def __init__(
         self,
-        handler: Any,
-        *,
+        server: web.Server,
         limits: HttpLimits,
-        max_body: int,
         framing: Callable[[str], ErrorFraming],
         exchanges: ExchangeLayer | None = None,
-        fast_routes: Mapping[str, FastRoute] | None = None,
-        **kwargs: Any,
+        *,
+        max_body: int = 0,
     ) -> None:
-        # No "lingering" (aiohttp would parse and inflate the rest of a refused body): the
-        # connection throws it away itself. Not aiohttp's keep-alive timer either: the
-        # connection's own deadline covers idleness (``keepalive_timeout=0`` arms none at the
-        # connection's start; ``_NO_TIMER`` stands in after each answer).
-        super().__init__(handler, auto_decompress=False, lingering_time=0, keepalive_timeout=0, **kwargs)
-        self.limits = limits
-        #: Every connection's deadline, checked by one timer (created on the first connection).
-        self.sweep: DeadlineSweep | None = None
+        self.server = server
         #: The most bytes of a refused body thrown away before the connection is closed.
         self.drain_bytes = max(max_body, _DRAIN_BYTES_FLOOR)
-        self.max_body = max_body
-        #: The requests the connections answer themselves, by exact path (see the module's
-        #: docstring); ``None``: none.
-        self.fast_routes = fast_routes or None
-        self.guard = ConnectionGuard(limits)
-        #: How an error is framed at a path (the dispatcher's framing).
-        self.framing = framing
-        #: The access log and the status counts (``None``: neither is on): each connection
-        #: opens its requests' exchanges and ends them (see ``access_log``).
+        #: The access log and status counts, for the requests refused here (``None``: off).
         self.exchanges = exchanges
+        self.limits = limits
+        self.framing = framing
+        self.guard = ConnectionGuard(limits)
+        self.sweep: DeadlineSweep | None = None
+        self._by_transport: dict[asyncio.BaseTransport, GuardedConnection] = {}
 
-    def __call__(self) -> _GuardedConnection:
+    def __call__(self) -> GuardedConnection:
         if self.sweep is None:
-            self.sweep = DeadlineSweep(self._loop, resolution_for(self.limits))
-        return _GuardedConnection(self, self.sweep, loop=self._loop, **self._kwargs)
+            self.sweep = DeadlineSweep(asyncio.get_running_loop(), resolution_for(self.limits))
+        return GuardedConnection(self, self.sweep)
 
-    async def shutdown(self, timeout: float | None = None) -> None:
-        await super().shutdown(timeout)
+    def serving(self, transport: asyncio.BaseTransport | None) -> None:
+        """A request on ``transport`` reached the handler: its connection has no deadline now."""
+        conn = self._by_transport.get(transport) if transport is not None else None
+        if conn is not None:
+            conn.serving()
+
+    def served(self, transport: asyncio.BaseTransport | None, *, body_read: bool = True) -> None:
+        """The handler is done with a request on ``transport``: the connection waits for the next
+        (``body_read=False``: the rest of its body is still to come, and aiohttp throws it away
+        then closes the connection: it is not a request head)."""
+        conn = self._by_transport.get(transport) if transport is not None else None
+        if conn is not None:
+            conn.served(body_read=body_read)
+
+    def close(self) -> None:
         if self.sweep is not None:
             self.sweep.close()
 
 
-class _NoTimer:
-    """Stands in for aiohttp's keep-alive timer, which aiohttp arms after an answer only when it
-    has none: a timer handle per connection, alive as long as the connection (ours is the
-    deadline sweep). Cancelling it does nothing; it never runs."""
-
-    __slots__ = ()
-
-    def cancel(self) -> None:
-        pass
+def _answer(status: int, reason: str, body: bytes, content_type: str, extra: str = "") -> bytes:
+    return (
+        f"HTTP/1.1 {status} {reason}\r\nContent-Type: {content_type}\r\nContent-Length: {len(body)}\r\n"
+        f"Server: {server_software()}\r\n{extra}Connection: close\r\n\r\n"
+    ).encode() + body
 
 
-_NO_TIMER = cast(asyncio.Handle, _NoTimer())
+class GuardedConnection(asyncio.Protocol):
+    """One accepted socket: aiohttp's protocol behind it, the guard's accounting and deadlines."""
 
-
-class _GuardedConnection(RequestHandler):
-    __slots__ = (
-        "_body",
-        "_client",
-        "_deadline",
-        "_drain_left",
-        "_exchange",
-        "_exchange_started",
-        "_exchanges",
-        "_fast_routes",
-        "_fast_task",
-        "_guard",
-        "_head",
-        "_limits",
-        "_line",
-        "_make",
-        "_phase",
-        "_server",
-        "_sweep",
-        "_unparsed",
-    )
-
-    def __init__(self, manager: GuardedServer, sweep: DeadlineSweep, **kwargs: Any) -> None:
-        super().__init__(manager, **kwargs)
-        self._keepalive_handle = _NO_TIMER
-        self._server = manager
+    def __init__(self, connections: Connections, sweep: DeadlineSweep) -> None:
+        self._connections = connections
         self._sweep = sweep
-        self._guard = manager.guard
-        self._limits = manager.limits
-        self._client: str | None = None  # set once counted in
-        self._phase = _HEADERS
+        self._limits = connections.limits
+        self._guard = connections.guard
+        self._inner: asyncio.Protocol | None = None
+        self._transport: asyncio.Transport | None = None
+        self._client: str | None = None
+        self._phase = _WAITING
         self._deadline: float | None = None
-        self._body: StreamReader | None = None
-        self._drain_left = 0
-        self._head = b""
-        #: The exchange of the request being served, until its line is written.
-        self._exchange: Exchange | None = None
-        #: What its line names: the client's address, the method and the (raw) path.
-        self._line: tuple[str | None, str, str] = ("", "-", "-")
-        self._exchange_started = 0.0
-        self._unparsed = False
-        self._exchanges = manager.exchanges
-        self._make: Callable[..., web.BaseRequest] | None = None
-        self._fast_routes = manager.fast_routes
-        #: The request being answered on the fast path.
-        self._fast_task: asyncio.Task[None] | None = None
-        if self._exchanges is not None:
-            self._make = self._request_factory
-            self._request_factory = self._make_request
+        self._head = bytearray()
+        self._served_one = False
+        self._closed = False
+        #: Bytes of a refused body still to be thrown away (``None``: not draining one).
+        self._drain_left: int | None = None
 
-    # ---- counting in and out -----------------------------------------------------------
+    # ---- the transport's events, forwarded ------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
+        assert isinstance(transport, asyncio.Transport)
+        self._transport = transport
         peer = transport.get_extra_info("peername")
-        client = str(peer[0]) if isinstance(peer, tuple) else ""
+        client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
         if not self._guard.admit(self, client):
-            # Answered before its request is read: the answer does not depend on it, and
-            # reading it would hold the descriptor the cap is there to save.
-            self._force_close = True
-            self._manager = None  # aiohttp's connection_lost then has nothing to undo
-            assert isinstance(transport, asyncio.Transport)
             transport.write(self._guard.refusal)
             transport.close()
+            self._closed = True
             return
         self._client = client
-        super().connection_made(transport)
+        self._connections._by_transport[transport] = self
         self._guard.idle(self, client)
         self._arm(self._limits.header_timeout)
-
-    def connection_lost(self, exc: BaseException | None) -> None:
-        if self._exchange is not None:
-            # Gone before its answer was written whole (its handler is cancelled next).
-            self._end_exchange(CLIENT_CLOSED)
-        self._release()
-        if self._fast_task is not None:
-            self._fast_task.cancel()  # as aiohttp cancels its handlers (``handler_cancellation``)
-        super().connection_lost(exc)
-
-    def _release(self) -> None:
-        if self._client is not None:
-            self._guard.release(self, self._client)
-            self._client = None
-        self._disarm()
-
-    def evict(self) -> None:
-        """Closed to make room for a new connection (this one was idle the longest)."""
-        log.debug("closing an idle connection from %s to make room", self._client)
-        self._release()
-        self.force_close()
-
-    # ---- the exchange (access log, status counts) ----------------------------------------
-
-    def _make_request(self, *args: Any) -> web.BaseRequest:
-        """aiohttp's request factory, called just before the request's task is made: the
-        exchange made current here is the one that task (a copy of this context) serves."""
-        assert self._make is not None and self._exchanges is not None
-        request: web.BaseRequest = self._make(*args)
-        # What the parser refused (``handle_error``) is served as aiohttp's placeholder request
-        # (``UNKNOWN /``): its line shows no method, path or binding rather than that one's.
-        self._unparsed = args[0] is PARSER_REFUSED
-        raw_path = request.rel_url.raw_path
-        self._exchange = self._exchanges.begin(raw_path, upgrade="Upgrade" in request.headers, unparsed=self._unparsed)
-        # Set in this connection's task: the request's task, made next, runs in a copy of its
-        # context (and the next request's replaces it here).
-        EXCHANGE.set(self._exchange)
-        self._exchange_started = time.perf_counter()
-        self._line = (request.remote, request.method, raw_path)
-        return request
-
-    def _end_exchange(self, status: int) -> None:
-        exchange, self._exchange = self._exchange, None
-        assert exchange is not None and self._exchanges is not None
-        remote, method, path = self._line
-        self._exchanges.end(remote, method, path, exchange, status, self._exchange_started, unparsed=self._unparsed)
-
-    # ---- phases ------------------------------------------------------------------------
+        inner = self._inner = self._connections.server()
+        inner.connection_made(transport)
 
     def data_received(self, data: bytes) -> None:
-        if self._phase == _DRAINING:
-            self._drain(data)
+        if self._inner is None or self._closed:
             return
-        started = False
-        if self._phase == _WAITING and data:
-            # A request starts: its headers' deadline is armed below, unless they are complete
-            # in this very read (most requests), which would disarm it at once.
-            self._phase, started = _HEADERS, True
-            self._head = data[:_HEAD_BYTES]
-        elif self._phase == _HEADERS and len(self._head) < _HEAD_BYTES:
-            self._head += data[: _HEAD_BYTES - len(self._head)]
-        parsed = self._request_count
-        # aiohttp's loop waiting for a request: not woken by its parser, but by ``_take``,
-        # which may answer the request on the fast path instead.
-        waiter = self._waiter
-        held = self._fast_routes is not None and waiter is not None and not waiter.done()
-        if held:
-            self._waiter = None
-        try:
-            super().data_received(data)
-        finally:
-            if held:
-                self._waiter = waiter
-        if started and self._request_count == parsed:
-            self._arm(self._limits.header_timeout)
-        if self._request_count != parsed and self._messages:
-            # A request's headers are complete: its body, if any, is what is read next.
-            if self._client is not None:
-                self._guard.busy(self, self._client)
-            message, payload = self._messages[-1]
-            if payload is not EMPTY_PAYLOAD and not payload.is_eof():
-                self._phase, self._body = _BODY, payload
-                self._arm(self._limits.body_timeout)
-            else:
-                # What the parser refused is answered (``handle_error``) framed by its path.
-                self._serving(keep_head=not isinstance(message, RawRequestMessage))
-            if held and self._fast_task is None:
-                self._take()
-        elif self._phase == _BODY and self._body is not None and self._body.is_eof():
-            self._serving()
-
-    # ---- the fast path ------------------------------------------------------------------
-
-    def _take(self) -> None:
-        """Serve the request the parser queued while aiohttp's loop waited: here, when it is
-        the only one and the fast path answers it; else by aiohttp's loop, woken."""
-        if len(self._messages) == 1:
-            message, payload = self._messages[0]
-            answering = self._fast_answer(message, payload)
-            if answering is not None:
-                self._messages.popleft()
-                self._serve_fast(cast(RawRequestMessage, message), answering)
+        if self._drain_left is not None:
+            self._drain_left -= len(data)
+            if self._drain_left < 0:
+                log.debug("closing a connection from %s: the rest of a refused body is too long", self._client)
+                self._close()
                 return
-        waiter = self._waiter
-        if waiter is not None and not waiter.done():
-            waiter.set_result(None)
+        elif self._phase != _SERVING:
+            if self._phase == _WAITING:
+                self._phase = _HEAD
+                self._arm(self._limits.header_timeout)
+            if self._scan(data):
+                return
+        self._inner.data_received(data)
 
-    def _fast_answer(self, message: Any, payload: StreamReader) -> Awaitable[Reply] | None:
-        """The answer the fast path gives ``message`` (see the module's docstring), or ``None``."""
-        assert self._fast_routes is not None
-        if type(message) is not RawRequestMessage:
-            return None
-        route = self._fast_routes.get(message.path)
-        if (
-            route is None
-            or message.method != "POST"
-            or message.version != HttpVersion11
-            or message.should_close
-            or message.upgrade
-            or message.chunked
-            or payload is EMPTY_PAYLOAD
-            or not payload.is_eof()
-        ):
-            return None
-        headers = message.headers
-        if "Expect" in headers or "Content-Encoding" in headers:
-            return None
-        # The body as the parser fed it, left in place: what the route hands back (``None``)
-        # is served by aiohttp's path, which reads it.
-        buffered = getattr(payload, "_buffer", None)
-        if buffered is None or getattr(payload, "_buffer_offset", None):
-            return None
-        body = b"".join(buffered)
-        if len(body) > self._server.max_body:
-            return None  # refused with 413 by aiohttp's path, which frames it
-        return route(headers, body)
+    def eof_received(self) -> bool | None:
+        return self._inner.eof_received() if self._inner is not None else None
 
-    def _serve_fast(self, message: RawRequestMessage, answering: Awaitable[Reply]) -> None:
-        parser = self._parser
-        if parser is not None and hasattr(parser, "message_consumed"):
-            parser.message_consumed()  # aiohttp >= 3.14 counts the messages it queued
-        if self._manager is not None:
-            self._manager.requests_count += 1
-        exchange = None
-        if self._exchanges is not None:
-            self._unparsed = False
-            exchange = self._exchange = self._exchanges.begin(message.path)
-            self._exchange_started = time.perf_counter()
-            self._line = (self._client, message.method, message.path)
-        # In progress from now: a shutdown that starts before the task's first step waits for it.
-        self._request_in_progress = True
-        self._fast_task = self._loop.create_task(self._answer_fast(message.path, answering, exchange))
+    def pause_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.pause_writing()
 
-    async def _answer_fast(self, path: str, answering: Awaitable[Reply], exchange: Exchange | None) -> None:
-        if exchange is not None:
-            EXCHANGE.set(exchange)  # this task's own context: what serves the request sees it
-        close = False
-        try:
-            try:
-                status, content_type, body, headers = await answering
-                head = answer_head(status, content_type, len(body), headers)
-            except Exception:  # noqa: BLE001 - a fault of ours: answered as such, the connection closed
-                self.log_exception("Error handling request from %s", self._client)
-                error = InternalError()
-                status, close = error.http_status, True
-                body, content_type = self._server.framing(path)(error)
-                head = answer_head(status, content_type, len(body), {"Connection": "close"})
-            transport = self.transport
-            if transport is None or transport.is_closing():
-                return  # its client left: ``connection_lost`` ended the exchange
-            transport.write(head + body)
-            if self._exchange is not None:
-                self._end_exchange(status)
-            if self._paused:
-                await self._drain_helper()  # a client that does not read holds its next request
-        except ConnectionError:
-            return
-        finally:
-            self._fast_task = None
-            self._request_in_progress = False  # aiohttp's shutdown waits for this (``_handler_waiter``)
-            done = self._handler_waiter
-            if done is not None and not done.done():
-                done.set_result(None)
-        if close or self._force_close or self._close:
-            self.force_close()
-        elif self._messages:
-            self._take()
-        elif self._client is not None:
-            self._waiting()
+    def resume_writing(self) -> None:
+        if self._inner is not None:
+            self._inner.resume_writing()
 
-    def _serving(self, *, keep_head: bool = False) -> None:
-        """The request is served: no deadline, and (unless an error is still to be framed by
-        its path) no start of it kept: a long stream holds neither."""
-        self._phase, self._body = _SERVING, None
-        if not keep_head:
-            self._head = b""
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._closed = True
+        self._release()
+        if self._inner is not None:
+            self._inner.connection_lost(exc)
+
+    # ---- what the handler tells it --------------------------------------------------------
+
+    def serving(self) -> None:
+        self._phase = _SERVING
+        self._head.clear()
         self._disarm()
+        if self._client is not None:
+            self._guard.busy(self, self._client)
 
-    async def finish_response(
-        self, request: web.BaseRequest, resp: web.StreamResponse, start_time: float | None
-    ) -> tuple[web.StreamResponse, bool]:
-        # Answered before its body was read whole (refused, or timed out): the connection ends
-        # after this answer, and says so.
-        unread = self._client is not None and not self._upgraded and not request.content.is_eof()
-        if unread and not resp.prepared:
-            resp.force_close()
-        try:
-            answered = await super().finish_response(request, resp, start_time)
-        except Exception:  # aiohttp's ``start`` logs it and closes the connection
-            if self._exchange is not None:
-                self._end_exchange(500)
-            raise
-        if self._exchange is not None:
-            # The answer is written, or its client went away as it was (a write that failed,
-            # or the transport closing after one did; a WebSocket's closes with its end).
-            transport = self.transport
-            reset = answered[1] or transport is None or (transport.is_closing() and resp.status != 101)
-            self._end_exchange(CLIENT_CLOSED if reset else resp.status)
-        if self._client is None or self._upgraded:
-            return answered
-        if unread:
-            self._discard_rest()
-        elif not self._messages:
-            self._waiting()
-        return answered
-
-    def _waiting(self) -> None:
-        """Kept alive: waiting for the next request."""
-        assert self._client is not None
-        self._phase, self._body, self._head = _WAITING, None, b""
-        self._guard.idle(self, self._client, kept=True)
-        self._arm(self._limits.idle_timeout)
-
-    def _discard_rest(self) -> None:
-        """Throw away what still arrives of the answered request's body, within bounds, then
-        close: closing at once, with its bytes unread, would reset the connection, and the
-        client that is still sending (most send the whole body before they read) would lose
-        the answer."""
-        assert self._client is not None
-        if self._limits.drain_timeout <= 0:
-            self.force_close()
+    def served(self, *, body_read: bool = True) -> None:
+        if self._closed:
             return
-        # aiohttp's loop then ends without reading (its "lingering" would parse, and inflate)
-        # and leaves the transport to us.
-        self._force_close = True
-        self._phase, self._body, self._drain_left = _DRAINING, None, self._server.drain_bytes
-        self._guard.idle(self, self._client)  # serving nothing: it may make room
-        self._arm(self._limits.drain_timeout)
+        self._phase = _WAITING if body_read else _SERVING
+        if not body_read:
+            self._drain_left = self._connections.drain_bytes
+        self._served_one = True
+        self._arm(self._limits.idle_timeout)
+        if self._client is not None:
+            self._guard.idle(self, self._client, kept=True)
 
-    def _drain(self, data: bytes) -> None:
-        self._drain_left -= len(data)
-        if self._drain_left < 0:
-            log.info("closing a connection from %s: the rest of a refused body is too long to read", self._client)
-            self.force_close()
-
-    # ---- the deadline ------------------------------------------------------------------
-
-    def _arm(self, seconds: float) -> None:
-        self._deadline = self._loop.time() + seconds
-        self._sweep.watch(self)
-
-    def _disarm(self) -> None:
-        if self._deadline is not None:
-            self._deadline = None
-            self._sweep.forget(self)
+    # ---- the guard's side -----------------------------------------------------------------
 
     @property
     def deadline(self) -> float | None:
         return self._deadline
 
     def expired(self) -> None:
-        """The sweep found the deadline passed (it no longer watches this connection)."""
+        log.debug("closing a connection from %s: its %s deadline passed", self._client, _PHASES[self._phase])
+        self._close()
+
+    def evict(self) -> None:
+        log.debug("closing an idle connection from %s to make room", self._client)
+        self._close()
+
+    def _close(self) -> None:
+        self._release()
+        if self._transport is not None and not self._transport.is_closing():
+            self._transport.close()
+
+    def _release(self) -> None:
+        self._disarm()
+        if self._client is not None:
+            self._guard.release(self, self._client)
+            self._client = None
+        if self._transport is not None:
+            self._connections._by_transport.pop(self._transport, None)
+
+    def _arm(self, timeout: float) -> None:
+        self._deadline = asyncio.get_running_loop().time() + timeout
+        self._sweep.watch(self)
+
+    def _disarm(self) -> None:
         self._deadline = None
-        if self.transport is None:
-            return
-        if self._phase == _BODY and self._body is not None:
-            # The handler reading it answers 408 (``request_body``); the connection then
-            # throws the rest away and closes. One whose handler does not answer soon is closed.
-            log.info("a request body from %s did not arrive within %g s", self._client, self._limits.body_timeout)
-            self._body.set_exception(BodyTimeout())
-            self._phase, self._body = _TIMED_OUT, None
-            self._arm(min(self._limits.header_timeout, 5.0))
-        elif self._phase == _DRAINING:
-            self.force_close()
-        elif self._phase in (_WAITING, _HEADERS) and not self._request_in_progress:
-            if self._phase == _HEADERS:
-                log.info("closing a connection from %s: no complete request headers within its time", self._client)
-            self.force_close()
-        elif self._phase == _TIMED_OUT:
-            self.force_close()
+        self._sweep.forget(self)
 
-    # ---- what the parser refuses -------------------------------------------------------
+    # ---- the request head -----------------------------------------------------------------
 
-    def handle_error(
-        self,
-        request: web.BaseRequest,
-        status: int = 500,
-        exc: BaseException | None = None,
-        message: str | None = None,
-    ) -> web.StreamResponse:
-        """aiohttp's answer to a request it could not parse or serve, as a JSON error framed as
-        the endpoint at its path frames errors; one log line for bad input, a traceback only
-        for a bug (an exception that escaped a handler)."""
-        error: ProtocolError
-        if isinstance(exc, HttpProcessingError):
-            detail = (exc.message or type(exc).__name__).splitlines()[0][:200]
-            if isinstance(exc, LineTooLong):
-                limit = exc.args[1] if len(exc.args) > 1 else "the limit of"
-                if self._in_target(exc):
-                    error = _UriTooLongError(f"The request target (URL) is over {limit} bytes")
-                else:
-                    error = _HeaderTooLongError(f"A request header is over {limit} bytes")
-            else:
-                error = InvalidRequestError(f"Malformed HTTP request: {detail}")
-            log.warning("bad HTTP request from %s: %s", request.remote, error.message)
-        elif status == 504:
-            error = _HandlerTimeoutError("The request timed out")
-            log.warning("a request from %s timed out in its handler", request.remote)
+    def _scan(self, data: bytes) -> bool:
+        """Look at ``data``, the next bytes of a request head: ``True`` when the request was
+        refused (answered and closed here, aiohttp never sees it)."""
+        start = len(self._head)
+        self._head += data
+        head = bytes(self._head)
+        end = head.find(b"\r\n\r\n", max(0, start - 3))
+        if end >= 0:
+            head = head[: end + 2]
+        first_end = head.find(b"\r\n")
+        first = head if first_end < 0 else head[:first_end]
+        error: ProtocolError | None = None
+        if len(first) > MAX_LINE:
+            error = _UriTooLongError(f"The request line is over {MAX_LINE} bytes")
+        elif first_end < 0:
+            method = first.split(b" ", 1)[0]
+            if _METHOD_SO_FAR.fullmatch(method) is None:
+                error = InvalidRequestError("The request line is not METHOD target HTTP/1.1")
+        elif _REQUEST_LINE.fullmatch(first) is None:
+            error = InvalidRequestError("The request line is not METHOD target HTTP/1.1")
         else:
-            error = InternalError()
-            self.log_exception("Error handling request from %s", request.remote, exc_info=exc)
-        if request.writer.output_size > 0:
-            # Nothing more can be answered: aiohttp's ``start`` closes the connection. Its line
-            # says what went wrong, not that the client left.
-            if self._exchange is not None:
-                self._end_exchange(error.http_status)
-            raise ConnectionError("Response is sent already, cannot send another response with the error message")
-        path = self._path() if isinstance(exc, HttpProcessingError) else request.path
-        body, content_type = self._server.framing(path)(error)
-        response = web.Response(status=error.http_status, body=body, content_type=content_type)
-        response.force_close()
-        return response
+            lines = head[first_end + 2 :].split(b"\r\n")
+            if any(len(line) > MAX_LINE for line in lines):
+                error = _HeaderTooLongError(f"A header line is over {MAX_LINE} bytes")
+        if error is None:
+            if end >= 0:
+                # The head is whole: what follows is its body (or a pipelined request, left to
+                # aiohttp's parser), until the handler is done with it.
+                self._head.clear()
+                self._phase = _SERVING
+                self._disarm()
+            return False
+        self._refuse(first, error)
+        return True
 
-    def _path(self) -> str:
-        parts = self._head.split(b" ", 2)
-        if len(parts) < 2:
-            return "/"
-        return parts[1].split(b"?", 1)[0].decode("latin-1")
+    def _refuse(self, first: bytes, error: ProtocolError) -> None:
+        parts = first.split(b" ")
+        target = parts[1].decode("latin-1") if len(parts) > 1 else "/"
+        path = target.split("?", 1)[0][:200]
+        body, content_type = self._connections.framing(path)(error)
+        log.warning("refused a request from %s with %d: %s", self._client, error.http_status, error.message)
+        layer = self._connections.exchanges
+        if layer is not None:
+            exchange = layer.begin(path, unparsed=True)
+            layer.end(self._client, "-", "-", exchange, error.http_status, time.perf_counter(), unparsed=True)
+        reason = {400: "Bad Request", 414: "URI Too Long", 431: "Request Header Fields Too Large"}
+        transport = self._transport
+        self._release()
+        if transport is not None:
+            transport.write(_answer(error.http_status, reason.get(error.http_status, "Error"), body, content_type))
+            transport.close()
 
-    def _in_target(self, exc: LineTooLong) -> bool:
-        """Whether the line over the limit is the request target (else a header)."""
-        line = exc.args[0] if exc.args else b""
-        start = (line.encode("latin-1", "replace") if isinstance(line, str) else line)[:32]
-        parts = self._head.split(b" ", 2)
-        return bool(start) and len(parts) >= 2 and parts[1][:32].startswith(start.rstrip(b"."))
+
+_PHASES = {_WAITING: "idle", _HEAD: "header", _SERVING: "serving"}

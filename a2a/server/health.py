@@ -20,11 +20,10 @@ import html
 from collections.abc import Callable
 from typing import Any
 
-from aiohttp import web
-
 from ..protocol.codec import encode
 from ..types import AgentCard
 from .handler import RequestHandler
+from .http_messages import HttpRequest, Reply
 
 __all__ = ["HEALTHZ_PATH", "READYZ_PATH", "Health"]
 
@@ -35,8 +34,11 @@ JSON = "application/json"
 READY_TIMEOUT = 2.0
 
 
-def _json(body: dict[str, Any], status: int = 200) -> web.Response:
-    return web.Response(body=encode(body), status=status, content_type=JSON, headers={"Cache-Control": "no-store"})
+_NO_STORE = {"Cache-Control": "no-store"}
+
+
+def _json(body: dict[str, Any], status: int = 200) -> Reply:
+    return Reply(status, JSON, encode(body), _NO_STORE)
 
 
 class Health:
@@ -46,8 +48,8 @@ class Health:
     def __init__(
         self,
         handler: RequestHandler,
-        card: Callable[[web.BaseRequest], AgentCard],
-        card_url: Callable[[web.BaseRequest], str],
+        card: Callable[[HttpRequest], AgentCard],
+        card_url: Callable[[HttpRequest], str],
         links: dict[str, str],
         *,
         timeout: float | None = None,
@@ -63,10 +65,10 @@ class Health:
         """From now on, readiness says ``stopping`` (the first of the server's stop steps)."""
         self.stopping = True
 
-    async def live(self, _request: web.BaseRequest) -> web.Response:
+    async def live(self, _request: HttpRequest) -> Reply:
         return _json({"status": "ok"})
 
-    async def ready(self, _request: web.BaseRequest) -> web.Response:
+    async def ready(self, _request: HttpRequest) -> Reply:
         if self.stopping:
             return _json({"status": "stopping", "reason": "the server is shutting down"}, 503)
         problem = await self.problem()
@@ -86,7 +88,7 @@ class Health:
                 return f"the {what} is unreachable: {type(exc).__name__}: {str(exc)[:200]}"
         return None
 
-    async def root(self, request: web.BaseRequest) -> web.Response:
+    async def root(self, request: HttpRequest) -> Reply:
         card = self._card(request)
         import a2a
 
@@ -98,10 +100,10 @@ class Health:
             "card": self._card_url(request),
             "bindings": [{"binding": i.protocol_binding, "url": i.url} for i in card.supported_interfaces],
             "skills": [skill.id for skill in card.skills],
-            **self._links,
+            **{name: request.mount + path for name, path in self._links.items()},
         }
-        if "text/html" in request.headers.get("Accept", ""):
-            return web.Response(text=_page(info), content_type="text/html")
+        if "text/html" in (request.headers.get("Accept") or ""):
+            return Reply(200, "text/html; charset=utf-8", _page(info).encode())
         return _json(info)
 
 

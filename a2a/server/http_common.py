@@ -6,8 +6,6 @@ import contextlib
 from collections.abc import AsyncIterator, Callable, Mapping
 from typing import Protocol
 
-from aiohttp import web
-
 from ..errors import InternalError, ProtocolError
 from ..protocol.sse import encode_event
 from ..protocol.version import VERSION_HEADER
@@ -15,7 +13,7 @@ from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext
-from .request_body import read_request_body
+from .http_messages import HttpRequest, Streamed, Write
 from .sse_heartbeat import Heartbeat, start_heartbeat
 
 __all__ = [
@@ -23,12 +21,11 @@ __all__ = [
     "SSE_HEADERS",
     "first_event",
     "gate",
-    "read_body",
     "requested_version",
     "Frames",
     "SseFrames",
     "sse_error",
-    "write_sse",
+    "sse_stream",
 ]
 
 SSE_HEADERS = {"Content-Type": "text/event-stream", "Cache-Control": "no-store", "X-Accel-Buffering": "no"}
@@ -40,32 +37,26 @@ DEFAULT_SSE_HEARTBEAT = 15.0
 _NO_QUERY: Mapping[str, str] = {}
 
 
-def gate(request: web.BaseRequest, authenticator: Authenticator, *, legacy: bool = False) -> CallContext:
+def gate(request: HttpRequest, authenticator: Authenticator, *, legacy: bool = False) -> CallContext:
     """Admit an HTTP request (see ``admit``): its headers, and its query when it has one."""
     # Parsing the query costs more than the rest of the gate: only when there is one.
     return admit(request.headers, request.query if request.query_string else _NO_QUERY, authenticator, legacy=legacy)
 
 
-def requested_version(request: web.BaseRequest) -> str | None:
+def requested_version(request: HttpRequest) -> str | None:
     """The ``A2A-Version`` a request asks for (header or query parameter), if any."""
     return request.headers.get(VERSION_HEADER) or (request.query.get(VERSION_HEADER) if request.query_string else None)
 
 
-async def sse_error(request: web.BaseRequest, body: bytes) -> web.StreamResponse:
+def sse_error(body: bytes) -> Streamed:
     """A stream that fails before its first event, as an SSE stream of that one error: what a
     0.3 client reads (it refuses any other content type, hiding the error)."""
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    with contextlib.suppress(ConnectionError):
-        await response.prepare(request)
-        await response.write(encode_event(body))
-        await response.write_eof()
-    return response
 
+    async def produce(write: Write) -> None:
+        with contextlib.suppress(ConnectionError):
+            await write(encode_event(body))
 
-async def read_body(request: web.BaseRequest, limit: int) -> bytes:
-    """The body, decoded, refused with 413 as soon as it is known to be over ``limit`` bytes
-    (by ``Content-Length``, as it arrives, or as it inflates): see ``request_body``."""
-    return await read_request_body(request, limit)
+    return Streamed(SSE_HEADERS, produce)
 
 
 async def first_event(events: AsyncIterator[LoggedEvent]) -> LoggedEvent:
@@ -95,21 +86,20 @@ class Frames:
         self.error = error
 
 
-async def write_sse(
-    request: web.BaseRequest,
+async def sse_stream(
     events: AsyncIterator[LoggedEvent],
     frames: SseFrames,
     heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
-) -> web.StreamResponse:
-    """Send ``events`` as SSE, each with its sequence number as ``id``; ends when the stream ends.
+) -> Streamed:
+    """``events`` as SSE, each with its sequence number as ``id``; ends when the stream ends.
 
-    A stream that fails ends with its error as an ``error`` event (the handler raises only
+    The first event is fetched here, before any header: an error then (task not found,
+    streaming off ...) is raised as is, and answered as an ordinary error response. A stream
+    that fails later ends with its error as an ``error`` event (the handler raises only
     ``ProtocolError``). A client that goes away stops only its own stream; the task goes on.
     Every ``heartbeat`` seconds a comment goes out too, so that a client (or a proxy) that
     bounds a stream's silence does not cut a quiet but live one.
     """
-    # Fetched here, not by each caller around this call: an open stream then holds no frame
-    # of the caller's. An error before the first event is raised as is (before any header).
     # Closed whatever happens (a client gone while its run had not shown a task id: the run
     # stops, as nobody else can reach it).
     try:
@@ -117,32 +107,27 @@ async def write_sse(
     except BaseException:
         await events.aclose()  # type: ignore[attr-defined]
         raise
-    response = web.StreamResponse(headers=SSE_HEADERS)
-    beating: Heartbeat | None = None
-    try:
-        await response.prepare(request)
-        await response.write(_sse(first, frames))
-        if heartbeat is not None:
-            beating = start_heartbeat(response, heartbeat)
-        async for logged in events:
-            await response.write(_sse(logged, frames))
-    except (ConnectionResetError, ConnectionError):
-        return response
-    except ProtocolError as exc:
-        await _try_write(response, encode_event(frames.error(exc), event="error"))
-    finally:
-        if beating is not None:
-            await beating.stop()
-        await events.aclose()  # type: ignore[attr-defined]
-    with contextlib.suppress(ConnectionError):
-        await response.write_eof()
-    return response
+
+    async def produce(write: Write) -> None:
+        beating: Heartbeat | None = None
+        try:
+            await write(_sse(first, frames))
+            if heartbeat is not None:
+                beating = start_heartbeat(write, heartbeat)
+            async for logged in events:
+                await write(_sse(logged, frames))
+        except ConnectionError:
+            return
+        except ProtocolError as exc:
+            with contextlib.suppress(ConnectionError):
+                await write(encode_event(frames.error(exc), event="error"))
+        finally:
+            if beating is not None:
+                await beating.stop()
+            await events.aclose()  # type: ignore[attr-defined]
+
+    return Streamed(SSE_HEADERS, produce)
 
 
 def _sse(logged: LoggedEvent, frames: SseFrames) -> bytes:
     return encode_event(frames.event(logged), event_id=str(logged.seq) if logged.seq else None)
-
-
-async def _try_write(response: web.StreamResponse, data: bytes) -> None:
-    with contextlib.suppress(ConnectionError):
-        await response.write(data)

@@ -3,11 +3,9 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Mapping
 from typing import Any
 
 import msgspec
-from aiohttp import web
 
 from ..errors import (
     AuthenticationRequiredError,
@@ -23,27 +21,16 @@ from ..protocol.codec import encode
 from ..protocol.jsonrpc import Call, RequestError, decode_call, encode_error, encode_result, request_id_of
 from ..protocol.methods import METHODS
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
-from ..protocol.version import VERSION_HEADER, is_legacy
+from ..protocol.version import is_legacy
 from ..types import RequestId
-from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import (
-    DEFAULT_SSE_HEARTBEAT,
-    Frames,
-    gate,
-    read_body,
-    requested_version,
-    sse_error,
-    write_sse,
-)
-from .json_answer import JSON, JsonAnswer, Reply, ready, response_of
-from .limits import BODY_REFUSALS
+from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, requested_version, sse_error, sse_stream
+from .http_messages import JSON, Answer, HttpRequest, Reply, read_body
+from .limits import BODY_REFUSALS, HttpLimits
 
 __all__ = ["JsonRpcBinding", "jsonrpc_error_body"]
-
-_NO_QUERY: Mapping[str, str] = {}
 
 #: The 0.3 methods that answer with a stream.
 _V03_STREAMS = frozenset({"message/stream", "tasks/resubscribe"})
@@ -66,8 +53,10 @@ class JsonRpcBinding:
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
         heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
         serve_v03: bool = True,
+        limits: HttpLimits | None = None,
     ) -> None:
         self.handler = handler
+        self.limits = limits or HttpLimits()
         #: Serve A2A 0.3 (its method names and objects) to requests that ask for it: see ``v03``.
         self.serve_v03 = serve_v03
         self.authenticator = authenticator
@@ -75,26 +64,26 @@ class JsonRpcBinding:
         self.max_json_depth = max_json_depth
         self.heartbeat = heartbeat
 
-    def _error(self, request_id: RequestId, error: ProtocolError) -> web.Response:
-        return response_of(self._error_reply(request_id, error))
-
-    def _error_reply(self, request_id: RequestId, error: ProtocolError) -> Reply:
+    def _error(self, request_id: RequestId, error: ProtocolError) -> Reply:
         # JSON-RPC errors travel with HTTP 200 (as the reference SDK does), except the
         # transport-level ones a client must see as such: 401 (with a challenge), 413, and the
         # refusals of how the body was sent (415 encoding, 400 undecodable, 408 too slow).
         if isinstance(error, AuthenticationRequiredError):
             challenge = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-            return 401, JSON, encode_error(request_id, error), challenge
+            return Reply(401, JSON, encode_error(request_id, error), challenge)
         if error.http_status == 413 or isinstance(error, BODY_REFUSALS):
-            return error.http_status, JSON, encode_error(request_id, error), None
-        return 200, JSON, encode_error(request_id, error), None
+            return Reply(error.http_status, JSON, encode_error(request_id, error))
+        return Reply(200, JSON, encode_error(request_id, error))
 
-    async def _refused_id(self, request: web.BaseRequest) -> RequestId:
+    async def _read(self, request: HttpRequest) -> bytes:
+        return await read_body(request, self.max_body, self.limits)
+
+    async def _refused_id(self, request: HttpRequest) -> RequestId:
         """The id of a request refused before it was read (its version, its credentials): read
         from its body when it can be (JSON-RPC 2.0 allows ``null`` only when it cannot); a body
         over the limit is not read."""
         try:
-            return self._id_in(await read_body(request, self.max_body))
+            return self._id_in(await self._read(request))
         except ProtocolError:
             return None
 
@@ -104,7 +93,7 @@ class JsonRpcBinding:
         except ProtocolError:
             return None
 
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def handle(self, request: HttpRequest) -> Answer:
         # The handler raises only protocol errors; anything else here is a request no decoder
         # expected (answered -32600) or a fault of ours (-32603): never an exception out of here.
         if self.serve_v03 and is_legacy(requested_version(request)):
@@ -115,45 +104,21 @@ class JsonRpcBinding:
             return self._error(await self._refused_id(request), exc)
         request_id: RequestId = None
         try:
-            call = self._decode(await read_body(request, self.max_body))
+            call = self._decode(await self._read(request))
             request_id = call.id
             if call.method.streaming:
-                streaming = self._stream(request, call.id, call.method.name, call.params, ctx)
-                # The stream keeps what it needs; this frame lasts as long as the stream does.
-                del call, ctx
-                return await streaming
-            return response_of(await self._answer(call, ctx))
+                events = self.handler.stream(call.method.name, call.params, ctx)
+                return await sse_stream(events, _Frames(call.id), heartbeat=self.heartbeat)
+            return await self._answer(call, ctx)
         except RequestError as exc:
             return self._error(exc.request_id, exc.error)
         except ProtocolError as exc:
             return self._error(request_id, exc)
-        except (ConnectionError, web.HTTPException):
+        except ConnectionError:
             raise
         except Exception:  # a fault of ours: answered as such, with the request id
             log.exception("could not answer a JSON-RPC request")
             return self._error(request_id, InternalError())
-
-    def unary(self, headers: Mapping[str, str], body: bytes) -> Awaitable[Reply] | None:
-        """The answer to a 1.0 request whose whole body is in hand and whose URL has no query
-        (the fast path of ``A2AServer.start``'s connections: see ``connections``), when it is a
-        unary call or a request refused before its call (credentials, decoding). ``None`` for
-        what the connection's fast path does not answer, served by ``handle`` instead: a 0.3
-        request, a streaming call. ``headers`` look names up case-insensitively."""
-        if self.serve_v03 and is_legacy(headers.get(VERSION_HEADER)):
-            return None
-        try:
-            ctx = admit(headers, _NO_QUERY, self.authenticator)
-        except ProtocolError as exc:
-            return ready(self._error_reply(self._id_in(body), exc))
-        try:
-            call = self._decode(body)
-        except RequestError as exc:
-            return ready(self._error_reply(exc.request_id, exc.error))
-        except ProtocolError as exc:
-            return ready(self._error_reply(None, exc))
-        if call.method.streaming:
-            return None
-        return self._answer(call, ctx)
 
     def _decode(self, body: bytes) -> Call:
         """The call in ``body``: ``RequestError`` (with the id when it is known) or
@@ -171,19 +136,11 @@ class JsonRpcBinding:
         try:
             result = await self.handler.call(call.method.name, call.params, ctx)
         except ProtocolError as exc:
-            return self._error_reply(call.id, exc)
+            return self._error(call.id, exc)
         except Exception:  # a fault of ours: answered as such, with the request id
             log.exception("could not answer a JSON-RPC request")
-            return self._error_reply(call.id, InternalError())
-        return 200, JSON, encode_result(call.id, result), None
-
-    def _stream(
-        self, request: web.BaseRequest, request_id: RequestId, method: str, params: object, ctx: CallContext
-    ) -> Awaitable[web.StreamResponse]:
-        # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
-        # event are raised by ``write_sse`` before any header, and answered as plain JSON.
-        events = self.handler.stream(method, params, ctx)
-        return write_sse(request, events, _Frames(request_id), heartbeat=self.heartbeat)
+            return self._error(call.id, InternalError())
+        return Reply(200, JSON, encode_result(call.id, result))
 
     # ---- A2A 0.3, translated at the edge ----------------------------------------------------
 
@@ -223,22 +180,20 @@ class JsonRpcBinding:
             raise RequestError(InvalidParamsError(f"Invalid 0.3 params: {exc}"), request_id) from None
         return decode_call(encode({**envelope, "method": name, "params": params}), max_depth=self.max_json_depth)
 
-    async def _error_v03(
-        self, request: web.BaseRequest, request_id: RequestId, error: ProtocolError, streaming: bool
-    ) -> web.StreamResponse:
+    def _error_v03(self, request_id: RequestId, error: ProtocolError, streaming: bool) -> Answer:
         """A 0.3 client of a stream reads its errors from the stream (it refuses any other
         content type, hiding the error); refusals of the transport (401, 413...) stay HTTP."""
-        response = self._error(request_id, error)
-        if streaming and response.status == 200:
-            return await sse_error(request, encode_error(request_id, error))
-        return response
+        reply = self._error(request_id, error)
+        if streaming and reply.status == 200:
+            return sse_error(encode_error(request_id, error))
+        return reply
 
-    async def _handle_v03(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _handle_v03(self, request: HttpRequest) -> Answer:
         request_id: RequestId = None
         streaming = False
         try:
             try:
-                body = await read_body(request, self.max_body)
+                body = await self._read(request)
                 envelope = self._envelope_v03(body)
                 if envelope is not None:
                     request_id = envelope.get("id") if isinstance(envelope.get("id"), (str, int)) else None
@@ -256,26 +211,24 @@ class JsonRpcBinding:
             name = call.method.name
             as_v10 = _sends_v10_objects(envelope)
             if call.method.streaming:
-                return await self._stream_v03(request, call, ctx, as_v10=as_v10)
+                return await self._stream_v03(call, ctx, as_v10=as_v10)
             result = await self.handler.call(name, call.params, ctx)
             if as_v10:
                 mixed = v03.with_v03_enums(None if result is None else msgspec.to_builtins(result))
-                return JsonAnswer(encode_result(call.id, mixed))
+                return Reply(200, JSON, encode_result(call.id, mixed))
             translated = v03.result_to_v03(name, None if result is None else msgspec.to_builtins(result))
-            return JsonAnswer(encode_result(call.id, translated))
+            return Reply(200, JSON, encode_result(call.id, translated))
         except RequestError as exc:
-            return await self._error_v03(request, exc.request_id, exc.error, streaming)
+            return self._error_v03(exc.request_id, exc.error, streaming)
         except ProtocolError as exc:
-            return await self._error_v03(request, request_id, exc, streaming)
-        except (ConnectionError, web.HTTPException):
+            return self._error_v03(request_id, exc, streaming)
+        except ConnectionError:
             raise
         except Exception:  # a fault of ours: answered as such, with the request id
             log.exception("could not answer a 0.3 JSON-RPC request")
             return self._error(request_id, InternalError())
 
-    async def _stream_v03(
-        self, request: web.BaseRequest, call: Call, ctx: CallContext, *, as_v10: bool = False
-    ) -> web.StreamResponse:
+    async def _stream_v03(self, call: Call, ctx: CallContext, *, as_v10: bool = False) -> Answer:
         request_id = call.id
         prefix = b'{"jsonrpc":"2.0","id":' + encode(request_id) + b',"result":'
 
@@ -287,9 +240,9 @@ class JsonRpcBinding:
         try:
             events = self.handler.stream(call.method.name, call.params, ctx)
             frames = Frames(frame, lambda err: encode_error(request_id, err))
-            return await write_sse(request, events, frames, heartbeat=self.heartbeat)
+            return await sse_stream(events, frames, heartbeat=self.heartbeat)
         except ProtocolError as exc:  # before the first event: a 0.3 client reads it from the stream
-            return await sse_error(request, encode_error(request_id, exc))
+            return sse_error(encode_error(request_id, exc))
 
 
 def _sends_v10_objects(envelope: dict[str, Any] | None) -> bool:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-import functools
 import logging
 import re
-from collections.abc import Awaitable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 import msgspec
-from aiohttp import web
 
 from ..errors import (
     AuthenticationRequiredError,
@@ -21,28 +19,19 @@ from ..errors import (
 )
 from ..protocol import rest, v03
 from ..protocol.codec import decode_as, encode
-from ..protocol.methods import METHODS, OPERATIONS, MethodSpec
+from ..protocol.methods import METHODS, MethodSpec
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth
 from ..protocol.version import is_legacy
-from .admission import admit
 from .auth import Authenticator
 from .events import LoggedEvent
 from .handler import CallContext, RequestHandler
-from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, read_body, requested_version, write_sse
-from .json_answer import FastRoute, JsonAnswer, Reply, ready, response_of
+from .http_common import DEFAULT_SSE_HEARTBEAT, Frames, gate, requested_version, sse_stream
+from .http_messages import JSON, Answer, HttpRequest, Reply, read_body
+from .limits import HttpLimits
 
 __all__ = ["RestBinding", "rest_error_body"]
 
 log = logging.getLogger("a2a.server")
-
-_NO_QUERY: Mapping[str, str] = {}
-#: The operations a POST to a fixed path calls with a body, answered at once (not a stream):
-#: what the connections' fast path can serve (``unary_routes``).
-_FIXED_UNARY = tuple(
-    spec
-    for spec in OPERATIONS
-    if spec.rest.http_method == "POST" and "{" not in spec.rest.path and not spec.streaming and spec.rest.body
-)
 
 #: 0.3's REST routes (``v03.PROTO_ROUTES``), compiled once.
 _V03_ROUTES = [(methods, re.compile(pattern + "/?"), name) for methods, pattern, name in v03.PROTO_ROUTES]
@@ -65,8 +54,10 @@ class RestBinding:
         max_json_depth: int = DEFAULT_MAX_JSON_DEPTH,
         heartbeat: float | None = DEFAULT_SSE_HEARTBEAT,
         serve_v03: bool = True,
+        limits: HttpLimits | None = None,
     ) -> None:
         self.handler = handler
+        self.limits = limits or HttpLimits()
         #: Serve 0.3's REST paths (``/v1/...`` under the interface) to requests that ask for 0.3.
         self.serve_v03 = serve_v03
         self.max_json_depth = max_json_depth
@@ -77,17 +68,17 @@ class RestBinding:
         self.authenticator = authenticator
         self.max_body = max_body
 
-    def _error(self, error: ProtocolError) -> web.Response:
-        return response_of(self._error_reply(error))
-
-    def _error_reply(self, error: ProtocolError) -> Reply:
+    def _error(self, error: ProtocolError) -> Reply:
         headers = None
         if isinstance(error, AuthenticationRequiredError):
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
         body, content_type = rest_error_body(error)
-        return error.http_status, content_type, body, headers
+        return Reply(error.http_status, content_type, body, headers)
 
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _read(self, request: HttpRequest) -> bytes:
+        return await read_body(request, self.max_body, self.limits)
+
+    async def handle(self, request: HttpRequest) -> Answer:
         # The handler raises only protocol errors; anything else here is a request no decoder
         # expected (answered 400) or a fault of ours (500): never an exception out of here.
         if self.serve_v03 and self._tail(request).startswith("v1/") and is_legacy(requested_version(request)):
@@ -95,40 +86,19 @@ class RestBinding:
         try:
             ctx = gate(request, self.authenticator)
             spec, path_fields = rest.match(self._tail(request), request.method)
-            body = await read_body(request, self.max_body) if request.body_exists else b""
+            body = await self._read(request)
             params = self._decode(spec, path_fields, request.query, body)
             if spec.streaming:
-                streaming = self._stream(request, spec.name, params, ctx)
-                # The stream keeps what it needs; this frame lasts as long as the stream does.
-                del body, params, ctx
-                return await streaming
-            return response_of(await self._answer(spec, params, ctx))
+                events = self.handler.stream(spec.name, params, ctx)
+                return await sse_stream(events, _FRAMES, heartbeat=self.heartbeat)
+            return await self._answer(spec, params, ctx)
         except ProtocolError as exc:
             return self._error(exc)
-        except (ConnectionError, web.HTTPException):
+        except ConnectionError:
             raise
         except Exception:  # a fault of ours: answered as such
             log.exception("could not answer a REST request")
             return self._error(InternalError())
-
-    def unary_routes(self) -> dict[str, FastRoute]:
-        """The connections' fast path for this binding (see ``connections``): by exact path
-        (and with one trailing slash), the operations a POST to a fixed path calls (``message:send``)."""
-        routes: dict[str, FastRoute] = {}
-        for spec in _FIXED_UNARY:
-            path = f"{self._prefix}/{spec.rest.path}"
-            routes[path] = routes[path + "/"] = functools.partial(self.unary, spec)
-        return routes
-
-    def unary(self, spec: MethodSpec, headers: Mapping[str, str], body: bytes) -> Awaitable[Reply]:
-        """The answer to a POST of ``spec``'s operation at its fixed path, with no query, whose
-        whole body is in hand: what ``handle`` answers (a 1.0 path: 0.3's are under ``v1/``)."""
-        try:
-            ctx = admit(headers, _NO_QUERY, self.authenticator)
-            params = self._decode(spec, {}, _NO_QUERY, body)
-        except ProtocolError as exc:
-            return ready(self._error_reply(exc))
-        return self._answer(spec, params, ctx)
 
     def _decode(self, spec: MethodSpec, path_fields: Mapping[str, str], query: Mapping[str, str], body: bytes) -> Any:
         """The operation's params: ``ProtocolError`` when they are not valid."""
@@ -146,27 +116,19 @@ class RestBinding:
         try:
             result = await self.handler.call(spec.name, params, ctx)
         except ProtocolError as exc:
-            return self._error_reply(exc)
+            return self._error(exc)
         except Exception:  # a fault of ours: answered as such
             log.exception("could not answer a REST request")
-            return self._error_reply(InternalError())
-        return 200, rest.MEDIA_TYPE, rest.encode_result(result), None
+            return self._error(InternalError())
+        return Reply(200, rest.MEDIA_TYPE, rest.encode_result(result))
 
-    def _tail(self, request: web.BaseRequest) -> str:
-        """The path after the binding's prefix (which includes any prefix the server is mounted at)."""
+    def _tail(self, request: HttpRequest) -> str:
+        """The path after the binding's prefix (paths are relative to the mount point)."""
         return request.path[self._tail_from :]
-
-    def _stream(
-        self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
-    ) -> Awaitable[web.StreamResponse]:
-        # Not a coroutine itself (an open stream holds one frame fewer); errors before the first
-        # event are raised by ``write_sse`` before any header.
-        events = self.handler.stream(method, params, ctx)
-        return write_sse(request, events, _FRAMES, heartbeat=self.heartbeat)
 
     # ---- A2A 0.3 (ProtoJSON of 0.3's proto), translated at the edge ---------------------------
 
-    def _route_v03(self, request: web.BaseRequest) -> tuple[str, dict[str, str]]:
+    def _route_v03(self, request: HttpRequest) -> tuple[str, dict[str, str]]:
         tail = self._tail(request)
         for methods, pattern, name in _V03_ROUTES:
             found = pattern.fullmatch(tail)
@@ -175,12 +137,12 @@ class RestBinding:
                 return name, fields
         raise MethodNotFoundError(f"No A2A 0.3 operation at {request.method} {tail}")
 
-    async def _handle_v03(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def _handle_v03(self, request: HttpRequest) -> Answer:
         try:
             ctx = gate(request, self.authenticator, legacy=True)
             name, path = self._route_v03(request)
             spec = METHODS[name]
-            body = await read_body(request, self.max_body) if request.body_exists else b""
+            body = await self._read(request)
             check_depth(body, self.max_json_depth)
             try:
                 plain = msgspec.json.decode(body) if body.strip() else {}
@@ -196,23 +158,18 @@ class RestBinding:
                 one["historyLength"] = int(request.query["historyLength"])
             params: Any = decode_as(encode(one), spec.request_type)
             if spec.streaming:
-                return await self._stream_v03(request, name, params, ctx)
+                events = self.handler.stream(name, params, ctx)
+                return await sse_stream(events, _FRAMES_V03, heartbeat=self.heartbeat)
             result = await self.handler.call(name, params, ctx)
             answer = v03.proto_result_to_v03(name, None if result is None else msgspec.to_builtins(result))
-            return JsonAnswer(encode(answer))
+            return Reply(200, JSON, encode(answer))
         except ProtocolError as exc:
             return self._error(exc)
-        except (ConnectionError, web.HTTPException):
+        except ConnectionError:
             raise
         except Exception:  # a fault of ours: answered as such
             log.exception("could not answer a 0.3 REST request")
             return self._error(InternalError())
-
-    async def _stream_v03(
-        self, request: web.BaseRequest, method: str, params: Any, ctx: CallContext
-    ) -> web.StreamResponse:
-        events = self.handler.stream(method, params, ctx)
-        return await write_sse(request, events, _FRAMES_V03, heartbeat=self.heartbeat)
 
 
 def _event_body(logged: LoggedEvent) -> bytes:

@@ -3,7 +3,7 @@ which request encodings are inflated and how far; and the errors that refuse a r
 
 Every limit has a default that is safe on a machine with the usual 1,024 file descriptors; see
 ``protocol.md`` §11. ``A2AServer`` enforces them through ``connections`` (timeouts and caps, at
-the connection) and ``request_body`` (the decoded size of a body).
+the connection) and ``http_messages.read_body`` (the decoded size of a body, and its deadline).
 """
 
 from __future__ import annotations

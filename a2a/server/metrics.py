@@ -30,8 +30,7 @@ import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from typing import Any
 
-from aiohttp import web
-
+from .http_messages import HttpRequest, Reply
 from .store import IdempotencyRecord, TaskPage, TaskQuery, TaskRecord, TaskStore
 
 __all__ = ["CONTENT_TYPE", "Counter", "Gauge", "Histogram", "Metrics", "TimedStore"]
@@ -184,9 +183,9 @@ class Metrics:
     def push_delivered(self, delivered: bool) -> None:
         self.push.inc(("delivered" if delivered else "failed",))
 
-    async def serve(self, _request: web.BaseRequest) -> web.Response:
+    async def serve(self, _request: HttpRequest) -> Reply:
         """``GET /metrics``."""
-        return web.Response(body=self.render(), headers={"Content-Type": CONTENT_TYPE})
+        return Reply(200, CONTENT_TYPE, self.render())
 
 
 class TimedStore(TaskStore):

@@ -18,9 +18,8 @@ import asyncio
 import contextlib
 import functools
 
-from aiohttp import web
-
 from ..protocol.sse import HEARTBEAT
+from .http_messages import Write
 
 __all__ = ["Heartbeat", "start_heartbeat"]
 
@@ -35,7 +34,7 @@ class _Beats:
         self.interval = interval
         self.key = key
         #: Each stream and its heartbeat write still pending, if any.
-        self.streams: dict[web.StreamResponse, asyncio.Task[None] | None] = {}
+        self.streams: dict[Write, asyncio.Task[None] | None] = {}
         self.timer = loop.call_later(interval, self._beat)
 
     def _beat(self) -> None:
@@ -45,13 +44,13 @@ class _Beats:
                 task.add_done_callback(functools.partial(self._written, response))
         self.timer = self.loop.call_later(self.interval, self._beat)
 
-    def _written(self, response: web.StreamResponse, task: asyncio.Task[None]) -> None:
+    def _written(self, response: Write, task: asyncio.Task[None]) -> None:
         # A finished write is not kept until the next beat (a task and its coroutine for
         # every open stream, all idle long).
         if self.streams.get(response) is task:
             self.streams[response] = None
 
-    def remove(self, response: web.StreamResponse) -> asyncio.Task[None] | None:
+    def remove(self, response: Write) -> asyncio.Task[None] | None:
         pending = self.streams.pop(response, None)
         if not self.streams:
             self.timer.cancel()
@@ -60,11 +59,11 @@ class _Beats:
         return pending
 
 
-async def _write(response: web.StreamResponse) -> None:
+async def _write(response: Write) -> None:
     # Each write puts its bytes on the connection whole before it waits, so a heartbeat never
     # splits an event.
     with contextlib.suppress(ConnectionError):
-        await response.write(HEARTBEAT)
+        await response(HEARTBEAT)
 
 
 _shared: dict[tuple[int, float], _Beats] = {}
@@ -75,7 +74,7 @@ class Heartbeat:
 
     __slots__ = ("_beats", "_response")
 
-    def __init__(self, beats: _Beats, response: web.StreamResponse) -> None:
+    def __init__(self, beats: _Beats, response: Write) -> None:
         self._beats, self._response = beats, response
 
     async def stop(self) -> None:
@@ -85,7 +84,7 @@ class Heartbeat:
             await asyncio.wait([pending])
 
 
-def start_heartbeat(response: web.StreamResponse, interval: float) -> Heartbeat:
+def start_heartbeat(response: Write, interval: float) -> Heartbeat:
     """A heartbeat comment on ``response`` every ``interval`` seconds until ``stop``."""
     loop = asyncio.get_running_loop()
     key = (id(loop), interval)

@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import cast
 
-from multidict import CIMultiDict
-
 from ..errors import PayloadTooLargeError
 from ..protocol.connection import STDIO_BINDING
 from ..protocol.lines import LineDecoder, LineTooLongError, encode_line
@@ -35,6 +33,7 @@ from .agent import Agent
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .backend import Backend
 from .handler import CallContext, RequestHandler
+from .http_messages import Headers
 from .push import PushNotifier
 from .rpc_connection import (
     CLOSE_TOO_BIG,
@@ -240,7 +239,7 @@ async def _open_outbox(fd: int, inbox: _Inbox) -> _Outbox | _FileOutbox:
 
 def _admitter(authenticator: Authenticator) -> Callable[[Mapping[str, str]], CallContext]:
     def admit_params(params: Mapping[str, str]) -> CallContext:
-        return admit(CIMultiDict(params), {}, authenticator)
+        return admit(Headers(params), {}, authenticator)
 
     return admit_params
 

@@ -13,9 +13,6 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from aiohttp import WSCloseCode, WSMsgType, web
-from multidict import CIMultiDict
-
 from ..errors import AuthenticationRequiredError, InvalidRequestError, ProtocolError
 from ..protocol.connection import MAX_IN_FLIGHT_HEADER, MAX_MESSAGE_HEADER, WEBSOCKET_BINDING
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
@@ -24,6 +21,7 @@ from .admission import admit
 from .auth import ApiKeyAuth, Authenticator, BearerAuth
 from .handler import RequestHandler
 from .http_jsonrpc import jsonrpc_error_body
+from .http_messages import Answer, Headers, HttpRequest, Reply, Upgrade, WebSocketChannel
 from .rpc_connection import (
     DEFAULT_MAX_EXECUTING,
     DEFAULT_MAX_IN_FLIGHT,
@@ -75,23 +73,18 @@ def websocket_url(base_url: str, path: str = WS_PATH) -> str:
     return base + path
 
 
-class _WebSocketResponse(web.WebSocketResponse):
-    """aiohttp closes an oversized message with 1009 but no reason; give the peer one."""
-
-    async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
-        if code == WSCloseCode.MESSAGE_TOO_BIG and not message:
-            message = f"message over the limit of {self._max_msg_size} bytes".encode()
-        return await super().close(code=code, message=message, drain=drain)
+#: Close codes (RFC 6455 §7.4.1).
+GOING_AWAY = 1001
 
 
-def _error_response(error: ProtocolError, status: int, headers: dict[str, str] | None) -> web.Response:
+def _error_reply(error: ProtocolError, status: int, headers: Mapping[str, str] | None) -> Reply:
     # No JSON-RPC request was read yet (the handshake has none): "id" is null.
     body, content_type = jsonrpc_error_body(error)
-    return web.Response(body=body, status=status, headers=headers, content_type=content_type)
+    return Reply(status, content_type, body, headers)
 
 
-def _reason(text: str) -> bytes:
-    return text.encode()[:_MAX_REASON_BYTES]
+def _reason(text: str) -> str:
+    return text.encode()[:_MAX_REASON_BYTES].decode(errors="ignore")
 
 
 class WebSocketBinding:
@@ -99,7 +92,7 @@ class WebSocketBinding:
         self,
         handler: RequestHandler,
         authenticator: Authenticator,
-        card: Callable[[web.BaseRequest], AgentCard],
+        card: Callable[[HttpRequest], AgentCard],
         config: WebSocketConfig,
         max_body: int,
         *,
@@ -115,14 +108,14 @@ class WebSocketBinding:
             max_executing=config.max_executing,
         )
         self._card = card
-        self._live: dict[web.WebSocketResponse, RpcConnection] = {}
+        self._live: dict[WebSocketChannel, RpcConnection] = {}
 
     # ---- the handshake -----------------------------------------------------------------
 
-    def _credentials(self, request: web.BaseRequest) -> Mapping[str, str]:
+    def _credentials(self, request: HttpRequest) -> Mapping[str, str]:
         if not self.config.allow_query_credentials:
             return request.headers
-        headers = CIMultiDict(request.headers)
+        headers = Headers(request.headers)
         for scheme in self.authenticator.schemes:
             if isinstance(scheme, BearerAuth) and "Authorization" not in headers:
                 token = request.query.get(ACCESS_TOKEN_PARAM)
@@ -134,65 +127,63 @@ class WebSocketBinding:
                     headers[scheme.header] = key
         return headers
 
-    def _refuse(self, error: ProtocolError) -> web.Response:
+    def _refuse(self, error: ProtocolError) -> Reply:
         """The same answer as the JSON-RPC HTTP binding: 401 with a challenge, else 400."""
         headers = None
         status = 400
         if isinstance(error, AuthenticationRequiredError):
             status = 401
             headers = {"WWW-Authenticate": ", ".join(self.authenticator.challenges())}
-        return _error_response(error, status, headers)
+        return _error_reply(error, status, headers)
 
-    async def handle(self, request: web.BaseRequest) -> web.StreamResponse:
+    async def handle(self, request: HttpRequest) -> Answer:
         try:
             ctx = admit(self._credentials(request), request.query, self.authenticator)
         except ProtocolError as exc:
             return self._refuse(exc)
-        ws = _WebSocketResponse(
-            max_msg_size=self.limits.max_message_bytes, heartbeat=self.config.heartbeat, compress=False
-        )
-        if not ws.can_prepare(request).ok:
-            error = InvalidRequestError(f"{request.path} speaks JSON-RPC over WebSocket: send a WebSocket upgrade")
-            return _error_response(error, 426, {"Upgrade": "websocket"})
-        ws.headers[MAX_IN_FLIGHT_HEADER] = str(self.limits.max_in_flight)
-        ws.headers[MAX_MESSAGE_HEADER] = str(self.limits.max_message_bytes)
-        await ws.prepare(request)
+        error = InvalidRequestError(f"{request.path} speaks JSON-RPC over WebSocket: send a WebSocket upgrade")
+        headers = {
+            MAX_IN_FLIGHT_HEADER: str(self.limits.max_in_flight),
+            MAX_MESSAGE_HEADER: str(self.limits.max_message_bytes),
+        }
 
-        async def send(data: bytes) -> None:
-            await ws.send_frame(data, WSMsgType.TEXT)
+        async def serve(channel: WebSocketChannel) -> None:
+            conn = RpcConnection(
+                self.handler,
+                channel.send,
+                card=lambda: self._card(request),
+                binding=WEBSOCKET_BINDING,
+                limits=self.limits,
+                ctx=ctx,
+            )
+            self._live[channel] = conn
+            try:
+                await self._serve(channel, conn)
+            finally:
+                self._live.pop(channel, None)
+                conn.peer_gone()
+                await conn.close(finish_within=self.config.unary_grace)
 
-        conn = RpcConnection(
-            self.handler,
-            send,
-            card=lambda: self._card(request),
-            binding=WEBSOCKET_BINDING,
-            limits=self.limits,
-            ctx=ctx,
+        return Upgrade(
+            headers,
+            self.limits.max_message_bytes,
+            self.config.heartbeat,
+            serve,
+            _error_reply(error, 426, {"Upgrade": "websocket"}),
         )
-        self._live[ws] = conn
-        try:
-            await self._serve(ws, conn)
-        finally:
-            self._live.pop(ws, None)
-            conn.peer_gone()
-            await conn.close(finish_within=self.config.unary_grace)
-        return ws
 
     # ---- the connection ----------------------------------------------------------------
 
-    async def _serve(self, ws: web.WebSocketResponse, conn: RpcConnection) -> None:
+    async def _serve(self, channel: WebSocketChannel, conn: RpcConnection) -> None:
         try:
-            async for msg in ws:
-                if msg.type is WSMsgType.TEXT:
-                    await conn.receive(msg.data.encode())
-                elif msg.type is WSMsgType.BINARY:
+            while (message := await channel.receive()) is not None:
+                if isinstance(message, str):
+                    await conn.receive(message.encode())
+                else:
                     await conn.refuse(InvalidRequestError("binary frames are not used: send JSON-RPC as text"))
-                elif msg.type is WSMsgType.ERROR:
-                    log.info("WebSocket connection ended: %s", ws.exception())
-                    return
         except ConnectionViolation as exc:
             log.info("closing a WebSocket connection (%d): %s", exc.code, exc.reason)
-            await ws.close(code=exc.code, message=_reason(exc.reason))
+            await channel.close(exc.code, _reason(exc.reason))
 
     async def shutdown(self, _app: Any = None, *, finish_within: float = 5.0) -> None:
         """Let what is in flight be answered, then close every connection with 1001 (going away).
@@ -202,5 +193,5 @@ class WebSocketBinding:
         """
         live = list(self._live.items())
         await asyncio.gather(*(conn.close(finish_within=finish_within) for _, conn in live), return_exceptions=True)
-        closing = [ws.close(code=WSCloseCode.GOING_AWAY, message=b"server shutting down") for ws, _ in live]
+        closing = [channel.close(GOING_AWAY, "server shutting down") for channel, _ in live]
         await asyncio.gather(*closing, return_exceptions=True)

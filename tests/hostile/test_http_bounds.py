@@ -383,7 +383,7 @@ async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> 
     holds no async generator;
     the connection is watched again once it waits for its next request."""
     server, port = await serve()
-    guarded = server._runner.server  # type: ignore[union-attr]
+    guarded = server._host.connections  # type: ignore[union-attr]
     body = JSONRPC.request(
         body=json.dumps(
             {"jsonrpc": "2.0", "id": 1, "method": "SendStreamingMessage", "params": {"message": _message("hold:1")}}
@@ -401,7 +401,7 @@ async def test_a_connection_serving_a_stream_has_no_deadline_to_check(serve) -> 
     held = [g for g in list(loop._asyncgens) if g.ag_code.co_filename.startswith(package)]  # type: ignore[attr-defined]
     assert held == []
     # And while it waits, no frame of the request handler's: only the binding's writer.
-    waiting = [codes for codes in map(_awaiting, asyncio.all_tasks()) if any(c.co_name == "write_sse" for c in codes)]
+    waiting = [codes for codes in map(_awaiting, asyncio.all_tasks()) if any(c.co_name == "produce" for c in codes)]
     assert len(waiting) == 3
     assert not [c for codes in waiting for c in codes if c.co_filename.endswith(os.path.join("server", "handler.py"))]
     for reader, _ in streams:

@@ -102,7 +102,7 @@ async def test_a_path_cannot_forge_a_line(server: A2AServer, caplog: pytest.LogC
 async def test_off_means_no_line_and_no_access_layer(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.INFO, logger="a2a.access")
     async with A2AServer(_agent(), config=ServerConfig(port=0)) as server:
-        assert server._serving().dispatcher._chain is None  # no middleware: no per-request cost
+        assert server._core().exchanges is None  # no access layer: no per-request cost
         assert server.handler.observer is None or server.handler.observer.tracing is not None
         async with A2AClient(server.url) as client:
             await client.send("hi")

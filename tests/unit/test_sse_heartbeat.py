@@ -5,8 +5,6 @@ from __future__ import annotations
 import asyncio
 from typing import Any, cast
 
-from aiohttp import web
-
 from a2a.protocol.sse import HEARTBEAT
 from a2a.server import sse_heartbeat
 
@@ -27,8 +25,9 @@ class _Stream:
                 raise
 
 
-def _response(stream: _Stream) -> web.StreamResponse:
-    return cast(web.StreamResponse, stream)
+def _response(stream: _Stream) -> Any:
+    """The stream's write: what a heartbeat is given (equal each time it is taken)."""
+    return stream.write
 
 
 def _shared() -> dict[Any, Any]:
