@@ -187,6 +187,8 @@ class A2AServer:
         self._cards: dict[str, tuple[bytes, str]] = {}
         self._serving: _Serving | None = None
         self._host: AiohttpHost | None = None
+        #: The ASGI applications made (``asgi()``): ``stop`` runs their stop steps too.
+        self._asgi_apps: list[AsgiApp] = []
         self.url: str | None = self.config.public_url
         #: The address listened on (``http://host:port``), set by ``start``; ``url`` is the public one.
         self.bound_url: str | None = None
@@ -342,8 +344,15 @@ class A2AServer:
         the card names the URLs under the prefix it is mounted at. See ``asgi_host``."""
         from .asgi_host import AsgiApp
 
+        if self.middlewares:
+            raise TypeError(
+                "A2AServer(middlewares=...) are aiohttp middlewares, which an ASGI application does not run: "
+                "use your ASGI framework's middleware around server.asgi() instead"
+            )
         core = self._core()
-        return AsgiApp(core.dispatcher, start=core.start, stop=core.stop_hooks, exchanges=core.exchanges)
+        app = AsgiApp(core.dispatcher, start=core.start, stop=core.stop_hooks, exchanges=core.exchanges)
+        self._asgi_apps.append(app)
+        return app
 
     async def start(self, host: str | None = None, port: int | None = None) -> str:
         """Listen (``port=0``: any free port) and return the base URL."""
@@ -362,9 +371,13 @@ class A2AServer:
         return self.url
 
     async def stop(self) -> None:
+        """Stop serving: the port of ``start`` closes; an ASGI application of ``asgi()`` runs its
+        stop steps (its ASGI server stops on its own terms)."""
         if self._host is not None:
             host, self._host = self._host, None
             await host.close()
+        for app in self._asgi_apps:
+            await app.stopped()
 
     async def __aenter__(self) -> A2AServer:
         if self._host is None:

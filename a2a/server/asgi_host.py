@@ -27,7 +27,7 @@ from typing import Any
 from urllib.parse import quote
 
 from .access_log import CLIENT_CLOSED, ExchangeLayer
-from .http_messages import Answer, Headers, HttpRequest, Reply, Streamed, Upgrade, server_software
+from .http_messages import Answer, Headers, HttpRequest, Reply, Upgrade, server_software
 from .observe import EXCHANGE
 
 __all__ = ["AsgiApp"]
@@ -53,22 +53,26 @@ class _Gone(ConnectionResetError):
 class _Body:
     """A request's body as ASGI's ``http.request`` messages carry it."""
 
-    __slots__ = ("_done", "_receive", "exists", "length")
+    __slots__ = ("_receive", "done", "exists", "length")
 
     def __init__(self, receive: Receive, headers: Headers) -> None:
         self._receive = receive
-        self._done = False
         length = headers.get("content-length")
         self.length = int(length) if length is not None and length.isdigit() else None
         self.exists = bool(self.length) or "chunked" in (headers.get("transfer-encoding") or "")
+        #: Set once the body was read whole (at once when there is none): what ``receive``
+        #: brings after that is the client's leaving.
+        self.done = asyncio.Event()
+        if not self.exists:
+            self.done.set()
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        while not self._done:
+        while not self.done.is_set():
             message = await self._receive()
             if message["type"] == "http.disconnect":
                 raise _Gone("the client went away while sending its body")
             if not message.get("more_body", False):
-                self._done = True
+                self.done.set()
             chunk = message.get("body", b"")
             if chunk:
                 yield chunk
@@ -255,26 +259,42 @@ class AsgiApp:
 
     async def _http(self, scope: Scope, receive: Receive, send: Send) -> int:
         request = _request(scope, receive, str(scope["method"]))
+        body = request.body
+        assert isinstance(body, _Body)
+        gone = asyncio.Event()
+        answering = asyncio.ensure_future(self._answer(request, send, gone))
+
+        async def watch() -> None:
+            # Once the body is read, what comes is the client's leaving: as aiohttp cancels a
+            # handler whose client left, the exchange is canceled (a stream left before it
+            # showed a task id then cancels the run nobody else can reach).
+            await body.done.wait()
+            while (await receive())["type"] != "http.disconnect":
+                pass
+            gone.set()
+            answering.cancel()
+
+        watching = asyncio.ensure_future(watch())
         try:
-            answer = await self._core(request)
+            return await answering
+        except asyncio.CancelledError:
+            if gone.is_set():
+                return CLIENT_CLOSED
+            raise
         except _Gone:
             return CLIENT_CLOSED
+        finally:
+            watching.cancel()
+            await asyncio.gather(watching, return_exceptions=True)
+
+    async def _answer(self, request: HttpRequest, send: Send, gone: asyncio.Event) -> int:
+        answer = await self._core(request)
         if isinstance(answer, Upgrade):  # a WebSocket endpoint asked without the handshake
             answer = answer.refusal
         if isinstance(answer, Reply):
             await send(_head(answer.status, answer.content_type, answer.headers, len(answer.body)))
             await send({"type": "http.response.body", "body": answer.body})
             return answer.status
-        return await self._stream(answer, receive, send)
-
-    async def _stream(self, answer: Streamed, receive: Receive, send: Send) -> int:
-        gone = asyncio.Event()
-
-        async def watch() -> None:
-            # The body was read: what comes now is the client's leaving.
-            while (await receive())["type"] != "http.disconnect":
-                pass
-            gone.set()
 
         async def write(data: bytes) -> None:
             if gone.is_set():
@@ -282,18 +302,8 @@ class AsgiApp:
             await send({"type": "http.response.body", "body": data, "more_body": True})
 
         await send(_head(answer.status, None, answer.headers, None))
-        watching = asyncio.ensure_future(watch())
-        producing = asyncio.ensure_future(answer.produce(write))
-        try:
-            await asyncio.wait({watching, producing}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            if not producing.done():
-                producing.cancel()
-            watching.cancel()
-            await asyncio.gather(producing, watching, return_exceptions=True)
-        if gone.is_set():
-            return CLIENT_CLOSED
-        with contextlib.suppress(Exception):  # the server may refuse a write after a disconnect
+        await answer.produce(write)
+        if not gone.is_set():
             await send({"type": "http.response.body", "body": b"", "more_body": False})
         return answer.status
 

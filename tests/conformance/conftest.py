@@ -35,6 +35,7 @@ from a2a.errors import ProtocolError
 from a2a.local import LocalTransport, local_card
 from a2a.protocol.version import PROTOCOL_VERSION, VERSION_HEADER
 
+from ..asgi_serving import AsgiServed
 from .helpers import (
     STDIO_SERVES_A_HANDLER,
     WAIT,
@@ -88,6 +89,11 @@ def pytest_configure(config: pytest.Config) -> None:
     )
     config.addinivalue_line(
         "markers",
+        "aiohttp_host_only(reason): what the test checks is the aiohttp host's (its middlewares, its "
+        "answers to Expect); under ASGI the framework or the server owns it",
+    )
+    config.addinivalue_line(
+        "markers",
         "patches_server_handler: the test patches server.handler while calls run; over stdio that "
         "reaches the calls only if serve_stdio can serve the server's own handler",
     )
@@ -119,9 +125,38 @@ def bindings_for(metafunc: pytest.Metafunc) -> list[Any]:
     return bindings
 
 
+#: The hosts an HTTP server of the suite runs on: aiohttp (``A2AServer.start``) and ASGI (its
+#: ``asgi()`` under uvicorn). The bindings that do not reach the server over HTTP run on one.
+HOSTS = ["aiohttp", "asgi"]
+_HTTP_SERVED = frozenset({"JSONRPC", "HTTP+JSON", "WEBSOCKET"})
+
+
+def _hosts(metafunc: pytest.Metafunc) -> list[str]:
+    return HOSTS[:1] if metafunc.definition.get_closest_marker("aiohttp_host_only") else HOSTS
+
+
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    hosted = "host" in metafunc.fixturenames
     if "binding" in metafunc.fixturenames:
-        metafunc.parametrize("binding", bindings_for(metafunc), indirect=True)
+        bindings = bindings_for(metafunc)
+        if not hosted:
+            metafunc.parametrize("binding", bindings, indirect=True)
+            return
+        pairs = []
+        for entry in bindings:
+            name = entry.values[0] if hasattr(entry, "values") else entry
+            for host in _hosts(metafunc) if name in _HTTP_SERVED else HOSTS[:1]:
+                marks = entry.marks if hasattr(entry, "marks") else ()
+                pairs.append(pytest.param(name, host, marks=marks, id=f"{name}-{host}"))
+        metafunc.parametrize(("binding", "host"), pairs, indirect=True)
+    elif hosted:
+        metafunc.parametrize("host", _hosts(metafunc), indirect=True)
+
+
+@pytest.fixture
+def host(request: pytest.FixtureRequest) -> str:
+    """The host that serves the test's servers (parametrized by ``pytest_generate_tests``)."""
+    return str(request.param)
 
 
 @pytest.fixture
@@ -138,20 +173,26 @@ async def http() -> AsyncIterator[httpx.AsyncClient]:
 
 
 @pytest.fixture
-async def serve() -> AsyncIterator[StartServer]:
+async def serve(host: str) -> AsyncIterator[StartServer]:
     """``await serve(agent, auth=..., config=..., store=..., push=...)``: a server on a free loopback port.
 
-    The same server for every binding: its HTTP bindings and WebSocket interface on that port,
-    and its stdio twins (opened by ``open_client``) serving the same agent, store and auth.
+    The same server for every binding: its HTTP bindings and WebSocket interface on that port
+    (served by the test's ``host``), and its stdio twins (opened by ``open_client``) serving the
+    same agent, store and auth.
     """
-    servers: list[A2AServer] = []
+    servers: list[A2AServer | AsgiServed] = []
 
     async def start(agent: Agent, **kwargs: Any) -> A2AServer:
         config = kwargs.pop("config", None) or ServerConfig()
         config.port = 0
         server = TestServer(agent, config=config, **kwargs)
-        await server.start()
-        servers.append(server)
+        if host == "asgi":
+            served = AsgiServed(server)
+            await served.start()
+            servers.append(served)
+        else:
+            await server.start()
+            servers.append(server)
         return server
 
     yield start

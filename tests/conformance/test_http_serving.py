@@ -26,6 +26,10 @@ from tests.conftest import embedded
 from .conftest import StartServer
 from .helpers import WAIT, bounded, load_module, new_id, send_params, wait_until
 
+#: Framing, 404/405, Expect, chunked bodies and middlewares of the aiohttp host; the ASGI host
+#: runs the conformance suite's behaviour tests (its HTTP framing is its server's).
+pytestmark = pytest.mark.aiohttp_host_only(reason="the aiohttp host's HTTP serving")
+
 VERSION = {"A2A-Version": "1.0"}
 
 
@@ -58,6 +62,7 @@ def rpc_body(text: str) -> bytes:
     return json.dumps({"jsonrpc": "2.0", "id": 1, "method": "SendMessage", "params": send_params(text)}).encode()
 
 
+@pytest.mark.aiohttp_host_only(reason="aiohttp middlewares and Expect handling are the aiohttp host's")
 async def test_the_servers_middlewares_see_every_request(
     served: tuple[str, A2AServer], http: httpx.AsyncClient
 ) -> None:
@@ -155,6 +160,7 @@ async def test_expect_100_continue_gets_the_interim_answer(served: tuple[str, A2
         writer.close()
 
 
+@pytest.mark.aiohttp_host_only(reason="aiohttp middlewares and Expect handling are the aiohttp host's")
 async def test_unknown_expectation_is_417(served: tuple[str, A2AServer], http: httpx.AsyncClient) -> None:
     url, _ = served
     headers = {**VERSION, "Expect": "something-else", "Content-Type": "application/json"}
@@ -400,6 +406,7 @@ async def test_an_unknown_path_is_answered_in_json(
         assert response.headers["Allow"], "a 405 names the methods allowed"
 
 
+@pytest.mark.aiohttp_host_only(reason="aiohttp middlewares and Expect handling are the aiohttp host's")
 async def test_an_unknown_expectation_is_answered_in_json(
     served: tuple[str, A2AServer], http: httpx.AsyncClient
 ) -> None:
