@@ -78,9 +78,13 @@ def websocket_url(base_url: str, path: str = WS_PATH) -> str:
 class _WebSocketResponse(web.WebSocketResponse):
     """aiohttp closes an oversized message with 1009 but no reason; give the peer one."""
 
+    def __init__(self, *, max_msg_size: int, **kwargs: Any) -> None:
+        super().__init__(max_msg_size=max_msg_size, **kwargs)
+        self.max_message_bytes = max_msg_size
+
     async def close(self, *, code: int = WSCloseCode.OK, message: bytes = b"", drain: bool = True) -> bool:
         if code == WSCloseCode.MESSAGE_TOO_BIG and not message:
-            message = f"message over the limit of {self._max_msg_size} bytes".encode()
+            message = f"message over the limit of {self.max_message_bytes} bytes".encode()
         return await super().close(code=code, message=message, drain=drain)
 
 
