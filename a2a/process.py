@@ -112,13 +112,24 @@ class ChildProcess:
         control callbacks ``pause_writing`` / ``resume_writing``).
         """
         child = cls(argv, protocol or asyncio.SubprocessProtocol())
+        await child._spawn(stdin, stdout, stderr, env, cwd)
+        return child
+
+    async def _spawn(
+        self,
+        stdin: Redirect,
+        stdout: Redirect,
+        stderr: Redirect,
+        env: Mapping[str, str] | None,
+        cwd: str | os.PathLike[str] | None,
+    ) -> None:
         for fd, redirect in enumerate((stdin, stdout, stderr)):
             if redirect != subprocess.PIPE:
-                _settle(child._closed[fd])  # no pipe: nothing to wait for
+                _settle(self._closed[fd])  # no pipe: nothing to wait for
         loop = asyncio.get_running_loop()
-        child._transport, _ = await loop.subprocess_exec(
-            lambda: _Watch(child, child.protocol),
-            *child.argv,
+        self._transport, _ = await loop.subprocess_exec(
+            lambda: _Watch(self, self.protocol),
+            *self.argv,
             stdin=stdin,
             stdout=stdout,
             stderr=stderr,
@@ -128,7 +139,6 @@ class ChildProcess:
             # reach the child directly; this process ends it in order instead.
             start_new_session=True,
         )
-        return child
 
     @property
     def pid(self) -> int:

@@ -46,8 +46,8 @@ import asyncio
 import re
 import socket
 import ssl
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping, Sequence
-from contextlib import asynccontextmanager, suppress
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Iterator, Mapping, Sequence
+from contextlib import asynccontextmanager, contextmanager, suppress
 from dataclasses import dataclass, field
 from ipaddress import IPv4Address, IPv4Network, IPv6Address, IPv6Network, ip_address, ip_network
 from typing import Any
@@ -544,6 +544,14 @@ async def check_url(
 
 
 # ---- connecting --------------------------------------------------------------------------
+#
+# The seam is httpcore's network backend: ``AsyncConnectionPool(network_backend=...)`` asks it
+# for every new TCP connection, by name, and it returns a stream already connected to a checked
+# address. Everything above the socket (TLS with SNI and certificate checks for the name, the
+# Host header, the pool keyed by name, HTTP/2) stays httpcore's, so a connection made for one
+# name is never reused for another, and a name is resolved once per connection, not per request.
+# httpx offers no way to hand its transport a network backend, so ``GuardedTransport`` is an
+# ``httpx.AsyncBaseTransport`` of its own over a public httpcore pool.
 
 
 class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
@@ -589,7 +597,55 @@ class GuardedNetworkBackend(httpcore.AsyncNetworkBackend):
         await self._inner.sleep(seconds)
 
 
-class GuardedTransport(httpx.AsyncHTTPTransport):
+#: httpcore's errors as httpx's (what callers of an httpx transport catch); the first match wins,
+#: so subclasses come before their bases.
+_HTTPX_ERRORS: tuple[tuple[type[Exception], type[httpx.TransportError]], ...] = (
+    (httpcore.ConnectTimeout, httpx.ConnectTimeout),
+    (httpcore.ReadTimeout, httpx.ReadTimeout),
+    (httpcore.WriteTimeout, httpx.WriteTimeout),
+    (httpcore.PoolTimeout, httpx.PoolTimeout),
+    (httpcore.TimeoutException, httpx.TimeoutException),
+    (httpcore.ConnectError, httpx.ConnectError),
+    (httpcore.ReadError, httpx.ReadError),
+    (httpcore.WriteError, httpx.WriteError),
+    (httpcore.NetworkError, httpx.NetworkError),
+    (httpcore.ProxyError, httpx.ProxyError),
+    (httpcore.UnsupportedProtocol, httpx.UnsupportedProtocol),
+    (httpcore.LocalProtocolError, httpx.LocalProtocolError),
+    (httpcore.RemoteProtocolError, httpx.RemoteProtocolError),
+    (httpcore.ProtocolError, httpx.ProtocolError),
+)
+
+
+@contextmanager
+def _as_httpx_errors(request: httpx.Request) -> Iterator[None]:
+    try:
+        yield
+    except Exception as exc:
+        for core, mapped in _HTTPX_ERRORS:
+            if isinstance(exc, core):
+                raise mapped(str(exc), request=request) from exc
+        raise
+
+
+class _ResponseBody(httpx.AsyncByteStream):
+    """An httpcore response's body as an httpx stream (its errors as httpx's)."""
+
+    def __init__(self, response: httpcore.Response, request: httpx.Request) -> None:
+        self.response = response
+        self.request = request
+
+    async def __aiter__(self) -> AsyncIterator[bytes]:
+        with _as_httpx_errors(self.request):
+            async for chunk in self.response.aiter_stream():
+                yield chunk
+
+    async def aclose(self) -> None:
+        with _as_httpx_errors(self.request):
+            await self.response.aclose()
+
+
+class GuardedTransport(httpx.AsyncBaseTransport):
     """An httpx transport whose every connection goes through ``GuardedNetworkBackend``.
 
     No proxies (a proxy would connect on our behalf, unchecked) and no Unix sockets.
@@ -606,13 +662,9 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
         http2: bool = False,
         inner_backend: httpcore.AsyncNetworkBackend | None = None,
     ) -> None:
-        ssl_context = httpx.create_ssl_context(verify=verify, trust_env=False)
-        super().__init__(verify=ssl_context, trust_env=False, limits=limits, http2=http2)
         self.policy = policy
-        # httpx offers no network_backend option, so the pool it built is replaced by one that
-        # has the guard; handle_async_request (inherited) only talks to self._pool.
-        self._pool = httpcore.AsyncConnectionPool(
-            ssl_context=ssl_context,
+        self._connections = httpcore.AsyncConnectionPool(
+            ssl_context=httpx.create_ssl_context(verify=verify, trust_env=False),
             max_connections=limits.max_connections,
             max_keepalive_connections=limits.max_keepalive_connections,
             keepalive_expiry=limits.keepalive_expiry,
@@ -623,7 +675,27 @@ class GuardedTransport(httpx.AsyncHTTPTransport):
 
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         _check_url_form(request.url)
-        return await super().handle_async_request(request)
+        if not isinstance(request.stream, httpx.AsyncByteStream):
+            raise TypeError("GuardedTransport sends requests with an async body only")
+        url = request.url
+        core_request = httpcore.Request(
+            method=request.method,
+            url=httpcore.URL(scheme=url.raw_scheme, host=url.raw_host, port=url.port, target=url.raw_path),
+            headers=request.headers.raw,
+            content=request.stream,
+            extensions=request.extensions,
+        )
+        with _as_httpx_errors(request):
+            response = await self._connections.handle_async_request(core_request)
+        return httpx.Response(
+            status_code=response.status,
+            headers=response.headers,
+            stream=_ResponseBody(response, request),
+            extensions=response.extensions,
+        )
+
+    async def aclose(self) -> None:
+        await self._connections.aclose()
 
 
 class GuardedClient(httpx.AsyncClient):

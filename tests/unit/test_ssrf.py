@@ -8,10 +8,12 @@ canary listener must see no connection during any refusal.
 
 from __future__ import annotations
 
+import asyncio
 import shutil
 import socket
 import ssl
 import subprocess
+import threading
 from collections.abc import AsyncIterator, Iterable, Iterator, Sequence
 from ipaddress import IPv4Address, IPv6Address, ip_address, ip_network
 from pathlib import Path
@@ -40,6 +42,7 @@ from a2a.ssrf import (
     check_url,
     parse_ip_literal,
     stream_following_redirects,
+    system_resolver,
 )
 
 PUBLIC_V4 = "93.184.215.14"
@@ -581,7 +584,7 @@ def test_canary_sees_connections(canary: Canary) -> None:
 
 @pytest.fixture
 async def local_site() -> AsyncIterator[tuple[int, list[dict[str, str | None]]]]:
-    """A loopback HTTP server: /hello, /echo, /redirect?to=URL, /chain/N; records each request."""
+    """A loopback HTTP server: /hello, /echo, POST /count, /redirect?to=URL, /chain/N; records each request."""
     seen: list[dict[str, str | None]] = []
 
     async def record(request: web.Request) -> None:
@@ -590,6 +593,10 @@ async def local_site() -> AsyncIterator[tuple[int, list[dict[str, str | None]]]]
     async def hello(request: web.Request) -> web.Response:
         await record(request)
         return web.Response(text="hello")
+
+    async def count(request: web.Request) -> web.Response:
+        await record(request)
+        return web.Response(text=f"{len(await request.read())} bytes", headers={"X-Seen": "yes"})
 
     async def redirect(request: web.Request) -> web.Response:
         await record(request)
@@ -605,6 +612,7 @@ async def local_site() -> AsyncIterator[tuple[int, list[dict[str, str | None]]]]
     app = web.Application()
     app.router.add_get("/hello", hello)
     app.router.add_get("/echo", hello)
+    app.router.add_post("/count", count)
     app.router.add_get("/redirect", redirect)
     app.router.add_get("/chain/{n}", chain)
     runner = web.AppRunner(app, access_log=None)
@@ -820,3 +828,104 @@ async def test_tls_sends_the_name_and_verifies_the_certificate_for_it(
         for url in (f"https://wrong.test:{port}/", f"https://127.0.0.1:{port}/"):
             with pytest.raises(httpx.ConnectError, match=r"CERTIFICATE_VERIFY_FAILED|match"):
                 await client.get(url)
+
+
+# ---- the transport: one lookup per connection, connections kept per name, errors as httpx's ----
+
+
+async def test_a_kept_alive_connection_is_reused_for_its_name_only(
+    local_site: tuple[int, Any], resolver: FakeResolver, backend: LoopbackOnlyBackend
+) -> None:
+    """The pool keys connections by name: a second request to the same name needs neither a
+    lookup nor a connection; another name on the same address gets its own of both."""
+    port, seen = local_site
+    policy = OutboundPolicy.from_allow_list("allowed.test,other.test", resolver=resolver)
+    async with GuardedClient(policy, inner_backend=backend, timeout=5) as client:
+        for _ in range(2):
+            assert (await client.get(f"http://allowed.test:{port}/hello")).text == "hello"
+        assert resolver.calls == ["allowed.test"]
+        assert backend.attempts == [("127.0.0.1", port)]
+        assert (await client.get(f"http://other.test:{port}/hello")).text == "hello"
+    assert resolver.calls == ["allowed.test", "other.test"]
+    assert backend.attempts == [("127.0.0.1", port), ("127.0.0.1", port)]
+    assert [s["host"] for s in seen] == [f"allowed.test:{port}"] * 2 + [f"other.test:{port}"]
+
+
+async def test_the_body_goes_out_and_the_response_keeps_status_line_and_headers(local_site: tuple[int, Any]) -> None:
+    port, _ = local_site
+    policy = OutboundPolicy.from_allow_list("127.0.0.1/32", resolver=FakeResolver({}))
+    async with GuardedClient(policy, timeout=5) as client:
+        response = await client.post(f"http://127.0.0.1:{port}/count", content=b"x" * 100_000)
+    assert (response.status_code, response.reason_phrase, response.http_version) == (200, "OK", "HTTP/1.1")
+    assert response.headers["x-seen"] == "yes"
+    assert response.text == "100000 bytes"
+    assert str(response.url) == f"http://127.0.0.1:{port}/count"
+
+
+@pytest.fixture
+async def truncating_server() -> AsyncIterator[int]:
+    """Answers every request with a body shorter than its Content-Length, then hangs up."""
+
+    async def answer(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        await reader.readuntil(b"\r\n\r\n")
+        writer.write(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\nonly ten b")
+        await writer.drain()
+        writer.close()
+
+    server = await asyncio.start_server(answer, "127.0.0.1", 0)
+    try:
+        yield int(server.sockets[0].getsockname()[1])
+    finally:
+        server.close()
+        await server.wait_closed()
+
+
+async def test_errors_while_reading_the_body_are_httpx_errors(truncating_server: int) -> None:
+    policy = OutboundPolicy.from_allow_list("127.0.0.1/32", resolver=FakeResolver({}))
+    async with GuardedClient(policy, timeout=5) as client:
+        with pytest.raises(httpx.RemoteProtocolError) as caught:
+            await client.get(f"http://127.0.0.1:{truncating_server}/")
+    assert isinstance(caught.value.__cause__, httpcore.RemoteProtocolError)
+    assert caught.value.request.url.port == truncating_server
+
+
+async def test_a_connect_timeout_is_an_httpx_timeout(policy: OutboundPolicy) -> None:
+    class NeverConnects(LoopbackOnlyBackend):
+        async def connect_tcp(self, host: str, port: int, *args: Any, **kwargs: Any) -> httpcore.AsyncNetworkStream:
+            raise httpcore.ConnectTimeout("test backend: no answer")
+
+    async with GuardedClient(policy, inner_backend=NeverConnects(), timeout=5) as client:
+        with pytest.raises(httpx.ConnectTimeout, match="no answer"):
+            await client.get("http://public.test/")
+
+
+async def test_the_system_resolver_does_not_block_the_event_loop(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The lookup waits for a callback of the event loop: it would never come (and the lookup
+    would fail after 5 s) if the lookup ran on the loop's thread."""
+    loop_ran = threading.Event()
+
+    def lookup(host: Any, port: Any, *args: Any, **kwargs: Any) -> list[Any]:
+        assert loop_ran.wait(5), "getaddrinfo ran on the event loop's thread"
+        return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", (PUBLIC_V4, port))]
+
+    monkeypatch.setattr(socket, "getaddrinfo", lookup)
+    asyncio.get_running_loop().call_soon(loop_ran.set)
+    assert await system_resolver("public.test", 80) == [PUBLIC_V4]
+
+
+async def test_a_name_resolving_to_a_private_address_is_refused_before_any_connection(
+    backend: LoopbackOnlyBackend, canary: Canary
+) -> None:
+    """The whole path with the system resolver (its getaddrinfo answering for the name)."""
+    answers = {"intranet.test": "127.0.0.1"}
+    real = socket.getaddrinfo
+
+    def lookup(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        return real(answers.get(host, host), port, *args, **kwargs)
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(socket, "getaddrinfo", lookup)
+        async with GuardedClient(OutboundPolicy(), inner_backend=backend, timeout=5) as client:
+            with pytest.raises(ForbiddenTargetError, match=r"'intranet\.test' \(127\.0\.0\.1\).*127\.0\.0\.0/8"):
+                await client.get(f"http://intranet.test:{canary.v4}/")
+    assert backend.attempts == []
