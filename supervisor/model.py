@@ -285,6 +285,13 @@ missing).
 
 {data_rule}"""
 
+SUMMARIZE_SYSTEM = """You are the supervisor of a team of AI agents. Your conversation with them has grown too long \
+to keep whole: write a summary of its earlier steps for your own later use. Keep what the rest of the work needs: \
+which agent was asked what, what came back (facts, values, file names, ids), what failed and why. Merge it with the \
+summary so far; leave out pleasantries and repetition.
+
+{data_rule}"""
+
 SYNTHESIZE_SYSTEM = """You are the supervisor of a team of AI agents. Write the final answer to the objective from \
 the results of the TODO items below. Use only what the results say. If items failed or are missing, say plainly \
 what is missing and why.

@@ -18,6 +18,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from . import events as ev
+from .compaction import bound_prompt, prompt_tokens
 from .config import SupervisorConfig
 from .delegation import Delegator
 from .model import ModelHandle, model_failure, tool_specs, usage_of
@@ -103,6 +104,12 @@ class RunContext:
         for hook in self.hooks:
             if (before := getattr(hook, "before_model", None)) is not None:
                 messages = list(await before(purpose, messages))
+        budget = self.config.supervisor.messages_tokens
+        size = prompt_tokens(messages, self.token_counter)
+        cut = size > budget
+        if cut:
+            messages = bound_prompt(messages, budget=budget, count=self.token_counter)
+            size = prompt_tokens(messages, self.token_counter)
         try:
             response = await self.interruptible(runnable.ainvoke(messages))
         except Exception as exc:
@@ -122,6 +129,9 @@ class RunContext:
         total["model_input_tokens"] += input_tokens
         total["model_output_tokens"] += output_tokens
         total["model_cost_usd"] += cost
+        total["prompt_budget"] = budget
+        total["prompt_tokens_max"] = max(total.get("prompt_tokens_max", 0), size)
+        total["prompts_cut"] = total.get("prompts_cut", 0) + cut
         self.emit(
             ev.ModelCalled(
                 run_id=self.run_id,
