@@ -265,6 +265,8 @@ class Delegator:
         #: The last event id of each delegation whose stream the client could not resume.
         self._resume_after: dict[str, str | None] = {}
         self.canceling = False
+        #: Why the delegations in flight are cancelled (``cancel_all``), as their error says.
+        self.cancel_reason = "the run was canceled"
         #: Fetches the files agents return by URL (``supervisor.file_urls``); ``None``: off.
         self.fetcher = UrlFetcher.from_config(registry.config.supervisor.file_urls)
 
@@ -304,9 +306,10 @@ class Delegator:
             found.append(self.updates.get_nowait())
         return found
 
-    async def cancel_all(self) -> list[Update]:
+    async def cancel_all(self, reason: str = "the run was canceled") -> list[Update]:
         """Cancel every delegation in flight (each sends CancelTask); returns their last updates."""
         self.canceling = True
+        self.cancel_reason = reason
         tasks = list(self.tasks.values())
         # A delegation whose remote task has already ended is not cancelled: it is only reading
         # the final task (its usage, its artifacts) and its result stands. Which delegations a
@@ -526,7 +529,7 @@ class Delegator:
             self._finish(record, "timeout", f"{entry.name} did not finish within {entry.timeout:g}s (timeout)")
         except asyncio.CancelledError:
             await self._cancel_remote(entry, record, message)
-            self._finish(record, "canceled", "canceled by the supervisor (the run was canceled)")
+            self._finish(record, "canceled", f"canceled by the supervisor ({self.cancel_reason})")
             raise
         except A2AError as exc:
             self._finish(record, "error", f"{type(exc).__name__}: {exc}")
