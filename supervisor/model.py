@@ -133,14 +133,29 @@ TOOLS: dict[str, type[BaseModel]] = {
 }
 
 
-def tool_specs(*names: str) -> list[dict[str, Any]]:
-    """OpenAI function definitions of the named tools."""
+def tool_specs(*names: str, agents: Sequence[AgentEntry] = ()) -> list[dict[str, Any]]:
+    """OpenAI function definitions of the named tools. With ``agents``, ``delegate``'s ``agent`` is
+    an enum of their names and its description lists them (name: what it does, its skill ids)."""
     specs = []
     for name in names:
         spec = convert_to_openai_tool(TOOLS[name])
         spec["function"]["name"] = name
+        if name == "delegate" and agents:
+            _list_agents(spec["function"], agents)
         specs.append(spec)
     return specs
+
+
+def _list_agents(function: dict[str, Any], agents: Sequence[AgentEntry]) -> None:
+    agent = function["parameters"]["properties"]["agent"]
+    agent["enum"] = [e.name for e in agents]
+    lines = []
+    for entry in agents:
+        # Peer text, as everywhere in a prompt: quoted as data, and short (the catalog has the rest).
+        what = quote(" ".join(entry.description.split()), source=entry.name, kind="agent description", limit=120)
+        skills = ", ".join(s.id for s in entry.skills)
+        lines.append(f"- {entry.name}" + (f" (skills: {skills})" if skills else "") + f": {what}")
+    function["description"] += "\nAgents:\n" + "\n".join(lines)
 
 
 # ---- the model -------------------------------------------------------------------------------

@@ -110,7 +110,8 @@ class RunContext:
     ) -> tuple[AIMessage, Usage]:
         """One model call, counted (tokens, cost, a step) and reported as a ``model_called`` event."""
         assert self.model is not None
-        runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
+        specs = tool_specs(*tools, agents=self.registry.available()) if tools else []
+        runnable: Any = self.model.model.bind_tools(specs) if specs else self.model.model
         began = time.monotonic()
         messages = list(messages)
         for hook in self.hooks:
