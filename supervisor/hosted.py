@@ -30,6 +30,8 @@ import os
 from pathlib import Path
 from typing import Any, TypedDict
 
+from langgraph.config import get_stream_writer
+
 from .config import ModelConfig, SupervisorConfig, load_config
 from .delegation import Delegator
 from .events import Event
@@ -100,7 +102,14 @@ def _model(config: SupervisorConfig) -> ModelHandle | None:
 
 
 def _log(event: Event) -> None:
-    log.info("%s", json.dumps(event.to_dict(), default=str))
+    """Each event to the log, and to the host's ``stream_mode="custom"`` (as ``--json`` prints it)."""
+    data = event.to_dict()
+    log.info("%s", json.dumps(data, default=str))
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a run of the graph (a closing delegation after its run)
+        return
+    writer(data)
 
 
 #: Supervisors (their agents) by settings, and the contexts of the runs in progress.

@@ -236,3 +236,15 @@ async def test_a_hosted_run_left_at_an_interrupt_does_not_stay_in_memory() -> No
     state = await app.ainvoke(Command(resume=True), second)
     assert state["status"] == "completed"
     assert "run-1" not in hosted._runs and "run-2" not in hosted._runs
+
+
+async def test_a_hosted_run_streams_its_events_in_custom_mode() -> None:
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "custom", "agents": [WORKER], "supervisor": {"offline": True}}}
+    chunks = [c async for c in app.astream({"objective": "work on apples"}, config, stream_mode="custom")]
+    kinds = [c["event"] for c in chunks]
+    assert "plan_updated" in kinds and "delegation_started" in kinds and "delegation_finished" in kinds
+    started = next(c for c in chunks if c["event"] == "delegation_started")
+    assert started["agent"] == "W" and started["run_id"] == "custom"
