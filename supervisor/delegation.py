@@ -91,6 +91,18 @@ CANCEL_GRACE = 5.0
 DRAIN_GRACE = 1.0
 
 
+#: Message metadata: the id of the supervisor's run that sent the message, and of the run that
+#: started that one (a nested supervisor), so that a remote agent, its logs and a nested
+#: supervisor can tie its work to the run (protocol.md, "Metadata").
+RUN_KEY = "a2a-net/runId"
+PARENT_RUN_KEY = "a2a-net/parentRunId"
+
+
+def context_id_for(run_id: str, agent: str) -> str:
+    """The contextId the run gives an agent it has no conversation with yet (stable across a resume)."""
+    return uuid.uuid5(_NAMESPACE, f"{run_id}/context/{agent}").hex
+
+
 def message_id_for(run_id: str, delegation_id: str, agent: str, turn: int = 0) -> str:
     """The same ids every time, so that a resumed run resends exactly what it sent before."""
     return uuid.uuid5(_NAMESPACE, f"{run_id}/{delegation_id}/{agent}/{turn}").hex
@@ -240,10 +252,12 @@ class Delegator:
         emit: Callable[[ev.Event], None],
         interactive: bool,
         hooks: Sequence[Any] = (),
+        parent_run_id: str | None = None,
     ) -> None:
         #: ``supervisor.hooks``: around each delegation (before: change or veto; after: replace).
         self.hooks = list(hooks)
         self.run_id = run_id
+        self.parent_run_id = parent_run_id
         self.registry = registry
         self.depth = depth
         self.max_depth = max_depth
@@ -479,13 +493,17 @@ class Delegator:
             text=job.text,
             arguments=job.arguments,
             failover_from=failover_from,
-            context_id=job.contexts.get(entry.name),
+            # An agent first met in this run gets a contextId chosen here, the same for every
+            # delegation to it: parallel first delegations join one conversation, not one each.
+            context_id=job.contexts.get(entry.name) or context_id_for(self.run_id, entry.name),
             tools=job.tools,
         )
 
     def _message(self, record: Delegation, files: Sequence[Part] = ()) -> Message:
         parts = [Part(text=record.text), *files]
-        metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1}
+        metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1, RUN_KEY: self.run_id}
+        if self.parent_run_id:
+            metadata[PARENT_RUN_KEY] = self.parent_run_id
         if record.tools is not None:
             metadata[TOOLS_KEY] = list(record.tools)
         if record.skill:

@@ -181,6 +181,8 @@ class SupervisorState(TypedDict, total=False):
     objective: str
     #: Hop count of the request that started this run (0 when a person started it).
     depth: int
+    #: The run of the supervisor that delegated this one (``a2a-net/runId``), when nested.
+    parent_run_id: str
     started_at: float
     #: The agents as discovery found them (name, status, transport, skills, error).
     agents: list[dict[str, Any]]
