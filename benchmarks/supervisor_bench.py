@@ -17,6 +17,11 @@ planning, the LangGraph steps, checkpoints, events, the delegation machinery.
    with the in-memory and the SQLite checkpointer, over ``--rounds`` rounds: wall and CPU time,
    the run's fixed cost apart (a run with no delegation, measured in the same round), and the load
    average (other programs sharing the cores make the wall-time figures noisy).
+4. **Prompt size over a long conversation.** A ``conversational`` run of ``--turns`` delegations
+   driven by the fake OpenAI-compatible model of the tests (``tests/fakes``, on loopback), each
+   task and each result 3,000 characters, with ``messages_tokens`` 3000: the largest prompt the
+   model was sent (text, tool calls' arguments, tool results), against the budget and against
+   what the whole conversation would be; the summaries written; the run's wall time.
 """
 
 from __future__ import annotations
@@ -281,6 +286,61 @@ async def fanout(items: int, agents: int, tmp: Path) -> None:
                 )
 
 
+def _conversation_model(turns: int, sent: list[int]) -> Any:
+    """A scripted model: ``turns`` delegations of 3,000-character tasks, then ``finish``; it records
+    the size of every prompt it is sent (text, tool calls' names and arguments)."""
+    from tests.fakes import Reply, ToolCalls, call
+
+    done = [0]
+
+    def step(body: dict[str, Any]) -> Any:
+        size = 0
+        for message in body["messages"]:
+            size += len(message.get("content") or "")
+            calls = message.get("tool_calls") or []
+            size += sum(len(c["function"]["arguments"]) + len(c["function"]["name"]) for c in calls)
+        sent.append(size)
+        if not body.get("tools"):
+            return Reply(f"parts 1 to {done[0]} were delegated to echo and answered")
+        done[0] += 1
+        if done[0] > turns:
+            return ToolCalls(call("finish", answer="done"))
+        task = f"work on part {done[0]} " + "t" * 3000
+        return ToolCalls(call("delegate", agent="echo", task=task, description="part"))
+
+    return step
+
+
+async def prompt_size(turns: int, budget: int = 3000) -> None:
+    from tests.fakes import FakeOpenAI
+
+    print(f"\n4. Prompt size: a conversational run of {turns} delegations, messages_tokens {budget}")
+    for summaries in ("rules", "model"):
+        sent: list[int] = []
+        async with FakeOpenAI([_conversation_model(turns, sent)] * (3 * turns)) as fake:
+            os.environ["BENCH_FAKE_KEY"] = fake.api_key
+            sup = Supervisor(
+                [{"name": "echo", "module": ECHO, "skills": ECHO_SKILLS}],
+                mode="conversational",
+                model={"model": fake.model, "base_url": fake.base_url, "api_key_env": "BENCH_FAKE_KEY"},
+                messages_tokens=budget,
+                summaries=summaries,
+                max_steps=4 * turns,
+                checkpoint={"backend": "memory"},
+            )
+            began = time.perf_counter()
+            result = await sup.run(f"do {turns} parts")
+            wall = time.perf_counter() - began
+        assert result.status == "completed", result.error or result.final[-500:]
+        m = result.metrics
+        whole = turns * 2 * 3000
+        print(
+            f"   summaries {summaries:5}: largest prompt {max(sent):,} chars = {m.prompt_tokens_max:,} tokens "
+            f"(budget {m.prompt_budget:,}; the whole conversation would be > {whole:,} chars), "
+            f"{m.summaries} summaries, {m.prompts_cut} prompts cut, {wall:.2f} s"
+        )
+
+
 async def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--items", type=int, default=200, help="items for the overhead measurement")
@@ -288,7 +348,8 @@ async def main() -> None:
     parser.add_argument("--agents", type=int, default=10, help="agents for the fan-out")
     parser.add_argument("--sizes", default="1,10,100,1000", help="run sizes for the scaling figures")
     parser.add_argument("--rounds", type=int, default=3, help="rounds of each overhead figure (min / median shown)")
-    parser.add_argument("--only", choices=["overhead", "scaling", "fanout"], help="run one part only")
+    parser.add_argument("--turns", type=int, default=100, help="delegations of the prompt-size run")
+    parser.add_argument("--only", choices=["overhead", "scaling", "fanout", "prompt"], help="run one part only")
     args = parser.parse_args()
     print(f"Python {sys.version.split()[0]}, {os.cpu_count()} CPUs")
     with tempfile.TemporaryDirectory() as tmp:
@@ -298,6 +359,8 @@ async def main() -> None:
             await scaling([int(n) for n in args.sizes.split(",")], args.rounds, Path(tmp))
         if args.only in (None, "fanout"):
             await fanout(args.fanout, args.agents, Path(tmp))
+        if args.only in (None, "prompt"):
+            await prompt_size(args.turns)
 
 
 if __name__ == "__main__":

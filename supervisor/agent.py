@@ -21,6 +21,7 @@ from __future__ import annotations
 from a2a import Agent, RequestContext
 from a2a.metadata import DEPTH_KEY
 
+from .delegation import RUN_KEY
 from .events import DelegationStarted, Event, ItemStatus, PlanUpdated, RunFinished
 from .supervisor import Supervisor
 
@@ -66,7 +67,9 @@ def supervisor_agent(
     async def supervise(ctx: RequestContext) -> None:
         await ctx.working("planning")
         result = None
-        async for event in supervisor.stream(ctx.text, depth=_depth(ctx)):
+        parent = (ctx.message.metadata or {}).get(RUN_KEY)
+        parent_run_id = parent if isinstance(parent, str) and parent else None
+        async for event in supervisor.stream(ctx.text, depth=_depth(ctx), parent_run_id=parent_run_id):
             if isinstance(event, RunFinished):
                 result = event.result
             else:

@@ -363,9 +363,12 @@ class SupervisorSettings(_Model):
     card_chars: int = Field(2000, ge=200)
     #: Tokens of the earlier turns of a conversation shown to the model (a digest past that).
     history_tokens: int = Field(2000, ge=100)
-    #: Tokens of the model's own messages in one conversational run shown to it (older tool results
-    #: are shortened to a note past that; the state keeps them whole).
+    #: Tokens of every prompt sent to the model, in every mode: messages, tool calls' arguments and
+    #: tool results (``supervisor.compaction``; the state keeps every message whole).
     messages_tokens: int = Field(8000, ge=200)
+    #: Who summarises the oldest turns of a conversational run once they no longer fit
+    #: ``messages_tokens``: ``model``, ``rules`` (one line per call and result), ``auto`` = model if any.
+    summaries: Literal["auto", "model", "rules"] = "auto"
     #: Hooks around delegations and model calls, as import paths (``supervisor.hooks``).
     hooks: list[str] = Field(default_factory=list)
     #: Relay INPUT_REQUIRED questions to the user (``None``: the CLI decides: a terminal = yes).

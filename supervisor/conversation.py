@@ -19,13 +19,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, RemoveMessage, ToolMessage
+from langchain_core.messages import RemoveMessage
 from langgraph.graph.message import REMOVE_ALL_MESSAGES
 
 from .quoting import cap, quote
 from .state import RESET, Item, SupervisorState, Turn, new_usage
 
-__all__ = ["compact_messages", "conversation_text", "new_turn", "turn_of"]
+__all__ = ["conversation_text", "new_turn", "turn_of"]
 
 
 def new_turn(state: SupervisorState) -> dict[str, Any]:
@@ -36,6 +36,7 @@ def new_turn(state: SupervisorState) -> dict[str, Any]:
         "variables": {RESET: True},
         "messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES)],
         "usage": new_usage(),
+        "summary": None,
         "replans": 0,
         "replan": False,
         "stop": None,
@@ -111,35 +112,3 @@ def conversation_text(history: Sequence[Turn], *, budget: int, count: Callable[[
 
 def _left_out(n: int) -> str:
     return f"({n} earlier turn(s) not shown; their results stay in the run's history)"
-
-
-def compact_messages(messages: Sequence[BaseMessage], *, budget: int, count: Callable[[str], int]) -> list[BaseMessage]:
-    """The model's own conversation within a run, for its next call, within ``budget`` tokens.
-
-    The newest messages are kept whole; going back, once the budget is spent, tool results are
-    replaced by a one-line note naming the item and the size left out, and the model's own older
-    text by its first line. Every tool call still gets its (shortened) answer, so the request stays
-    valid; the first message (the objective) is always whole. The state keeps every message as it
-    was: only the prompt is compacted.
-    """
-    kept: list[BaseMessage] = []
-    used = 0
-    for index in range(len(messages) - 1, -1, -1):
-        message = messages[index]
-        text = message.content if isinstance(message.content, str) else str(message.content)
-        size = count(text)
-        if index == 0 or used + size <= budget:
-            kept.append(message)
-            used += size
-        elif isinstance(message, ToolMessage):
-            note = f"[a tool result of about {size} tokens, left out to keep the prompt in supervisor.messages_tokens]"
-            kept.append(ToolMessage(note, tool_call_id=message.tool_call_id))
-            used += count(note)
-        elif isinstance(message, AIMessage):
-            first = text.split("\n", 1)[0][:200]
-            kept.append(AIMessage(first, tool_calls=message.tool_calls))
-            used += count(first)
-        else:
-            kept.append(type(message)(cap(text, 400)))
-            used += count(cap(text, 400))
-    return kept[::-1]

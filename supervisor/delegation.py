@@ -91,6 +91,18 @@ CANCEL_GRACE = 5.0
 DRAIN_GRACE = 1.0
 
 
+#: Message metadata: the id of the supervisor's run that sent the message, and of the run that
+#: started that one (a nested supervisor), so that a remote agent, its logs and a nested
+#: supervisor can tie its work to the run (protocol.md, "Metadata").
+RUN_KEY = "a2a-net/runId"
+PARENT_RUN_KEY = "a2a-net/parentRunId"
+
+
+def context_id_for(run_id: str, agent: str) -> str:
+    """The contextId the run gives an agent it has no conversation with yet (stable across a resume)."""
+    return uuid.uuid5(_NAMESPACE, f"{run_id}/context/{agent}").hex
+
+
 def message_id_for(run_id: str, delegation_id: str, agent: str, turn: int = 0) -> str:
     """The same ids every time, so that a resumed run resends exactly what it sent before."""
     return uuid.uuid5(_NAMESPACE, f"{run_id}/{delegation_id}/{agent}/{turn}").hex
@@ -240,10 +252,12 @@ class Delegator:
         emit: Callable[[ev.Event], None],
         interactive: bool,
         hooks: Sequence[Any] = (),
+        parent_run_id: str | None = None,
     ) -> None:
         #: ``supervisor.hooks``: around each delegation (before: change or veto; after: replace).
         self.hooks = list(hooks)
         self.run_id = run_id
+        self.parent_run_id = parent_run_id
         self.registry = registry
         self.depth = depth
         self.max_depth = max_depth
@@ -265,6 +279,8 @@ class Delegator:
         #: The last event id of each delegation whose stream the client could not resume.
         self._resume_after: dict[str, str | None] = {}
         self.canceling = False
+        #: Why the delegations in flight are cancelled (``cancel_all``), as their error says.
+        self.cancel_reason = "the run was canceled"
         #: Fetches the files agents return by URL (``supervisor.file_urls``); ``None``: off.
         self.fetcher = UrlFetcher.from_config(registry.config.supervisor.file_urls)
 
@@ -304,9 +320,10 @@ class Delegator:
             found.append(self.updates.get_nowait())
         return found
 
-    async def cancel_all(self) -> list[Update]:
+    async def cancel_all(self, reason: str = "the run was canceled") -> list[Update]:
         """Cancel every delegation in flight (each sends CancelTask); returns their last updates."""
         self.canceling = True
+        self.cancel_reason = reason
         tasks = list(self.tasks.values())
         # A delegation whose remote task has already ended is not cancelled: it is only reading
         # the final task (its usage, its artifacts) and its result stands. Which delegations a
@@ -476,13 +493,17 @@ class Delegator:
             text=job.text,
             arguments=job.arguments,
             failover_from=failover_from,
-            context_id=job.contexts.get(entry.name),
+            # An agent first met in this run gets a contextId chosen here, the same for every
+            # delegation to it: parallel first delegations join one conversation, not one each.
+            context_id=job.contexts.get(entry.name) or context_id_for(self.run_id, entry.name),
             tools=job.tools,
         )
 
     def _message(self, record: Delegation, files: Sequence[Part] = ()) -> Message:
         parts = [Part(text=record.text), *files]
-        metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1}
+        metadata: dict[str, Any] = {DEPTH_KEY: self.depth + 1, RUN_KEY: self.run_id}
+        if self.parent_run_id:
+            metadata[PARENT_RUN_KEY] = self.parent_run_id
         if record.tools is not None:
             metadata[TOOLS_KEY] = list(record.tools)
         if record.skill:
@@ -526,7 +547,7 @@ class Delegator:
             self._finish(record, "timeout", f"{entry.name} did not finish within {entry.timeout:g}s (timeout)")
         except asyncio.CancelledError:
             await self._cancel_remote(entry, record, message)
-            self._finish(record, "canceled", "canceled by the supervisor (the run was canceled)")
+            self._finish(record, "canceled", f"canceled by the supervisor ({self.cancel_reason})")
             raise
         except A2AError as exc:
             self._finish(record, "error", f"{type(exc).__name__}: {exc}")

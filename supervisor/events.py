@@ -42,9 +42,14 @@ class Event:
     kind: ClassVar[str] = "event"
     run_id: str
     at: float = field(default_factory=time.time)
+    #: The run of the supervisor that delegated to this one (``a2a-net/runId`` of the message
+    #: that started it), when this run is nested; left out of ``to_dict`` otherwise.
+    parent_run_id: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         data = {f.name: getattr(self, f.name) for f in dataclasses.fields(self) if f.name != "result"}
+        if data["parent_run_id"] is None:
+            del data["parent_run_id"]
         return {"event": self.kind, **data}
 
 

@@ -37,6 +37,8 @@ class SupervisorInput(TypedDict, total=False):
     #: The hop count of the request that started the run (0: a person).
     depth: int
     run_id: str
+    #: The run of the supervisor that delegated this one, when nested.
+    parent_run_id: str
     started_at: float
 
 

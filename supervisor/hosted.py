@@ -8,7 +8,9 @@ builds one here, from (first found wins, key by key):
 1. the run's ``context`` (LangGraph's ``context=``; the graph's ``context_schema`` is
    ``GraphSettings``),
 2. the run's ``configurable`` (``config={"configurable": {...}}``),
-3. ``$A2A_SUPERVISOR_CONFIG``, a YAML file (default ``examples/supervisor.yaml`` when it exists).
+3. ``$A2A_SUPERVISOR_CONFIG``, a YAML file (default ``examples/studio.yaml`` when it exists: the
+   built-in agents as stdio child processes, so ``langgraph dev`` + ``{"objective": ...}`` needs
+   nothing started first).
 
 ``GraphSettings``: ``config_file`` (a supervisor YAML), ``agents`` (a list, as in the YAML),
 ``supervisor`` (options, as in the YAML; e.g. ``{"offline": true}``), ``a2a``. ``agents``,
@@ -28,6 +30,8 @@ import os
 from pathlib import Path
 from typing import Any, TypedDict
 
+from langgraph.config import get_stream_writer
+
 from .config import ModelConfig, SupervisorConfig, load_config
 from .delegation import Delegator
 from .events import Event
@@ -40,7 +44,7 @@ log = logging.getLogger("supervisor.hosted")
 
 #: The keys of ``GraphSettings`` (looked up in the run's context, then its configurable).
 _KEYS = ("config_file", "agents", "supervisor", "a2a")
-_DEFAULT_FILE = Path(__file__).resolve().parents[1] / "examples" / "supervisor.yaml"
+_DEFAULT_FILE = Path(__file__).resolve().parents[1] / "examples" / "studio.yaml"
 
 
 class GraphSettings(TypedDict, total=False):
@@ -98,7 +102,14 @@ def _model(config: SupervisorConfig) -> ModelHandle | None:
 
 
 def _log(event: Event) -> None:
-    log.info("%s", json.dumps(event.to_dict(), default=str))
+    """Each event to the log, and to the host's ``stream_mode="custom"`` (as ``--json`` prints it)."""
+    data = event.to_dict()
+    log.info("%s", json.dumps(data, default=str))
+    try:
+        writer = get_stream_writer()
+    except RuntimeError:  # not inside a run of the graph (a closing delegation after its run)
+        return
+    writer(data)
 
 
 #: Supervisors (their agents) by settings, and the contexts of the runs in progress.

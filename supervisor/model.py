@@ -133,14 +133,29 @@ TOOLS: dict[str, type[BaseModel]] = {
 }
 
 
-def tool_specs(*names: str) -> list[dict[str, Any]]:
-    """OpenAI function definitions of the named tools."""
+def tool_specs(*names: str, agents: Sequence[AgentEntry] = ()) -> list[dict[str, Any]]:
+    """OpenAI function definitions of the named tools. With ``agents``, ``delegate``'s ``agent`` is
+    an enum of their names and its description lists them (name: what it does, its skill ids)."""
     specs = []
     for name in names:
         spec = convert_to_openai_tool(TOOLS[name])
         spec["function"]["name"] = name
+        if name == "delegate" and agents:
+            _list_agents(spec["function"], agents)
         specs.append(spec)
     return specs
+
+
+def _list_agents(function: dict[str, Any], agents: Sequence[AgentEntry]) -> None:
+    agent = function["parameters"]["properties"]["agent"]
+    agent["enum"] = [e.name for e in agents]
+    lines = []
+    for entry in agents:
+        # Peer text, as everywhere in a prompt: quoted as data, and short (the catalog has the rest).
+        what = quote(" ".join(entry.description.split()), source=entry.name, kind="agent description", limit=120)
+        skills = ", ".join(s.id for s in entry.skills)
+        lines.append(f"- {entry.name}" + (f" (skills: {skills})" if skills else "") + f": {what}")
+    function["description"] += "\nAgents:\n" + "\n".join(lines)
 
 
 # ---- the model -------------------------------------------------------------------------------
@@ -282,6 +297,13 @@ towards the objective by delegating tasks to agents with the delegate tool: call
 run tasks in parallel. Use retrieve_agents to find agents for a need, update_todo to keep your TODO list, reflect \
 to judge a result, and finish with the final answer once the objective is met (or cannot be met: then say what is \
 missing).
+
+{data_rule}"""
+
+SUMMARIZE_SYSTEM = """You are the supervisor of a team of AI agents. Your conversation with them has grown too long \
+to keep whole: write a summary of its earlier steps for your own later use. Keep what the rest of the work needs: \
+which agent was asked what, what came back (facts, values, file names, ids), what failed and why. Merge it with the \
+summary so far; leave out pleasantries and repetition.
 
 {data_rule}"""
 

@@ -25,7 +25,10 @@ that does not follow dependencies (``parallel``) they are dropped, except for a 
 its input from them (rule 4).
 
 **3. Route each step** by its action verb (``supervisor.offline_routing``). A step no skill
-matches is not given to anyone: it is planned as a failed item that says why.
+matches goes to the only agent when there is one; otherwise it is not given to anyone: it is
+planned as a failed item that says why. A step whose skill takes one URL or one path (its card's
+arguments) and which lists several, joined by ``,`` or ``and`` only ("Fetch A and B"), becomes
+one step per value ("Fetch A", "Fetch B"); a step that depended on it depends on all of them.
 
 **4. Structured input.** When the chosen skill accepts ``application/json`` and its card shows
 its arguments (a JSON example ``{"tool": ..., "arguments": {...}}`` among the skill's examples,
@@ -42,7 +45,9 @@ missing required argument: the step is sent as plain text instead.
 
 **5. Synthesize** by assembling the results in plan order: each step's description, the agent
 that did it, and its result (quoted, capped at ``supervisor.peer_text_chars``), then a list of
-what is missing (failed, skipped or cancelled steps, with their reasons).
+what is missing: every step without a result, with its reason (its error, or why it has none:
+not started before the run ended, a step it depends on did not finish ...). Nothing of the
+objective is left out silently.
 """
 
 from __future__ import annotations
@@ -375,6 +380,55 @@ def _structured_input(
     return None, {}
 
 
+_SEPARATOR = re.compile(r"^(?:\s*,\s*|\s*,?\s+(?:and|&)\s+|\s+)$", re.IGNORECASE)
+
+
+def _values_of_kind(text: str, name: str) -> list[tuple[int, int]]:
+    """Where the step's words (before a ``: ``) name a URL, or a path, for the argument ``name``."""
+    head = len(text.partition(": ")[0])
+    if _named(name, _URL_NAMES):
+        spans = _urls(text)
+    elif _named(name, _PATH_NAMES):
+        blank = _replace_urls(text, lambda url: " " * len(url))
+        spans = [(m.start(), m.end()) for m in _PATH.finditer(blank)]
+    else:
+        return []
+    return [(start, end) for start, end in spans if end <= head]
+
+
+def _one_per_value(step: Step, registry: Registry) -> list[str]:
+    """``Fetch A and B`` as ``Fetch A`` and ``Fetch B`` when its skill takes one URL (or path) and the
+    step lists several, joined by ``,``/``and`` only; otherwise the step's text alone."""
+    route = route_step(step.text, registry, Counter(), share=SHARE_SCORE)
+    entry = registry.get(route.agent)
+    skill = entry.skill(route.skill) if entry else None
+    filled = fill_arguments(step.text, skill) if skill else None
+    if filled is None:
+        return [step.text]
+    for name in filled[0]:
+        spans = _values_of_kind(step.text, name)
+        if len(spans) < 2:
+            continue
+        between = [step.text[spans[i][1] : spans[i + 1][0]] for i in range(len(spans) - 1)]
+        if all(_SEPARATOR.match(gap) for gap in between):
+            start, end = spans[0][0], spans[-1][1]
+            return [step.text[:start] + step.text[a:b] + step.text[end:] for a, b in spans]
+    return [step.text]
+
+
+def _expanded(steps: list[Step], registry: Registry, max_steps: int) -> list[Step]:
+    """The steps with every step that lists several values for a one-value skill made one step per
+    value (``_one_per_value``); a step that depended on it depends on all of them."""
+    new_index: list[list[int]] = []
+    out: list[Step] = []
+    for step in steps:
+        texts = _one_per_value(step, registry) if len(steps) + len(out) < max_steps else [step.text]
+        depends = tuple(n for d in step.depends_on for n in new_index[d])
+        new_index.append(list(range(len(out), len(out) + len(texts))))
+        out.extend(Step(text, depends, step.refers_back) for text in texts)
+    return out
+
+
 def plan_offline(
     objective: str,
     registry: Registry,
@@ -387,7 +441,7 @@ def plan_offline(
     """The TODO list for ``objective``: split, dependencies, routing and structured input.
 
     A step no agent can do is planned as a failed item saying why, never handed to some agent."""
-    steps = split_objective(objective, max_steps=max_steps)
+    steps = _expanded(split_objective(objective, max_steps=max_steps), registry, max_steps)
     ids = [f"{prefix}{index + 1}" for index in range(len(steps))]
     load: Counter[str] = Counter()
     items: list[Item] = []
@@ -429,6 +483,17 @@ def plan_offline(
     return items
 
 
+#: Why an item without an error of its own has no result (``assemble``: nothing missing goes unexplained).
+_WHY_NOT_DONE = {
+    "pending": "not started before the run ended",
+    "running": "still running when the run ended",
+    "review": "its result was not checked before the run ended",
+    "skipped": "a step it depends on did not finish",
+    "canceled": "canceled before it finished",
+    "failed": "it failed without giving a reason",
+}
+
+
 def assemble(objective: str, items: Sequence[Item], *, limit: int, stop: str | None = None) -> str:
     """The final answer without a model: every result in plan order, then what is missing."""
     lines = [f"Objective: {objective}", ""]
@@ -441,9 +506,9 @@ def assemble(objective: str, items: Sequence[Item], *, limit: int, stop: str | N
             lines.extend("   " + line for line in result.splitlines() or [""])
         else:
             partial = (item["result"] or "").strip().replace("\n", " ")
+            reason = item["error"] or _WHY_NOT_DONE.get(item["status"], "no result")
             missing.append(
-                f"- {item['id']}. {item['description']}{who}: {item['status']}"
-                + (f": {item['error']}" if item["error"] else "")
+                f"- {item['id']}. {item['description']}{who}: {item['status']}: {reason}"
                 + (f" (partial result: {cap(partial, 200)})" if partial else "")
             )
     if stop:

@@ -16,8 +16,11 @@ matches to any agent at all. Without a model the planner instead reads the step'
 4. **Nothing matched**: a skill tagged ``general`` (an assistant with its own model, a
    supervisor served as an agent) takes the step.
 5. **Among the matches**, the best-ranked skill (BM25 over the step) wins; identical agents share
-   the work. **No match at all** is a step no agent can do: the planner says so, with the verb and
-   the skills there are, instead of handing it to some agent.
+   the work.
+6. **No match at all, and one agent there**: the step goes to it (the best-ranked of its skills,
+   or its only one): it is the only one that could try. With several agents, a step no skill
+   matches is one no agent can do: the planner says so, with the verb and the skills there are,
+   instead of handing it to some agent.
 """
 
 from __future__ import annotations
@@ -179,12 +182,23 @@ def _skills_there_are(entries: Sequence[AgentEntry]) -> str:
     return "; ".join(listed) or "no agent is available"
 
 
+def _the_only_agent(step: str, registry: Registry, entry: AgentEntry) -> Route:
+    """Rule 6: with one agent there, a step no skill matches goes to it (its best-ranked skill for the
+    step, or its only one; with several and none ranked, no skill id: the agent decides)."""
+    ranked = [m for m in registry.retrieve(step, k=None) if m.agent == entry.name]
+    if ranked:
+        return Route(entry.name, ranked[0].skill_id)
+    return Route(entry.name, entry.skills[0].id if len(entry.skills) == 1 else None)
+
+
 def route_step(step: str, registry: Registry, load: Counter[str], *, share: float) -> Route:
     """The agent and skill for ``step`` (rules 1-4), or why there is none."""
     entries = registry.available()
     words = frozenset(w for e in entries for i in range(len(e.skills)) for w in _skill_words(e, i))
     verb = verb_of(step, words)
     found = _candidates(step, verb, entries)
+    if not found and len(entries) == 1 and entries[0].skills:
+        return _the_only_agent(step, registry, entries[0])
     if not found:
         doing = f"to {verb}" if verb else "for this step"
         why = "" if verb not in NEEDS_A_MODEL else " (this needs a model: configure one, or an agent with such a skill)"

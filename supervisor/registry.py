@@ -19,6 +19,7 @@ import logging
 import os
 import re
 import shlex
+import shutil
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
@@ -35,7 +36,7 @@ from a2a.loader import AgentLoadError, load_agent
 from a2a.local import local_client
 from a2a.transport.base import DEFAULT_MAX_RESPONSE_BYTES
 from a2a.transport.http import exchange
-from a2a.transport.stdio import StdioTransport
+from a2a.transport.stdio import StdioTransport, resolve_a2a_command
 from a2a.types import AgentCard, AgentSkill
 
 from .breaker import CircuitBreaker
@@ -196,6 +197,14 @@ def _credentials(config: AgentConfig) -> BearerToken | ApiKey | None:
         return BearerToken(auth.token.get_secret_value())
     assert auth.key is not None
     return ApiKey(auth.key.get_secret_value(), header=auth.header)
+
+
+def _resolved_argv(argv: list[str]) -> list[str]:
+    """``argv`` with ``a2a`` made a path (``resolve_a2a_command``, and ``a2a`` on PATH as its full
+    path), so that the transport finds nothing left to look up."""
+    if argv and argv[0] == "a2a" and (found := shutil.which("a2a")) is not None:
+        return [found, *argv[1:]]
+    return resolve_a2a_command(argv)
 
 
 class Registry:
@@ -428,6 +437,9 @@ class Registry:
         command = entry.config.command
         assert command is not None
         argv = shlex.split(command) if isinstance(command, str) else list(command)
+        # Looking ``a2a`` up on PATH touches the file system: not on the event loop (a host such as
+        # ``langgraph dev`` refuses blocking calls there).
+        argv = await asyncio.to_thread(_resolved_argv, argv)
         credentials = _credentials(entry.config)
         transport = StdioTransport(
             argv,

@@ -64,6 +64,12 @@ class RunMetrics:
     total_tokens: int
     total_cost_usd: float
     per_agent: dict[str, AgentMetrics] = field(default_factory=dict)
+    #: The model's prompt budget (``messages_tokens``) and how it was used: the largest prompt sent
+    #: (tokens, as counted for the budget), the prompts that had to be cut, the summaries written.
+    prompt_budget: int = 0
+    prompt_tokens_max: int = 0
+    prompts_cut: int = 0
+    summaries: int = 0
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -162,6 +168,10 @@ def metrics_of(state: Mapping[str, Any]) -> RunMetrics:
         total_tokens=agent_in + agent_out + usage["model_input_tokens"] + usage["model_output_tokens"],
         total_cost_usd=agent_cost + usage["model_cost_usd"],
         per_agent=_per_agent(records),
+        prompt_budget=usage.get("prompt_budget", 0),
+        prompt_tokens_max=usage.get("prompt_tokens_max", 0),
+        prompts_cut=usage.get("prompts_cut", 0),
+        summaries=usage.get("summaries", 0),
     )
 
 

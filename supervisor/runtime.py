@@ -18,6 +18,7 @@ from langgraph.config import get_config
 from langgraph.runtime import Runtime
 
 from . import events as ev
+from .compaction import bound_prompt, prompt_tokens
 from .config import SupervisorConfig
 from .delegation import Delegator
 from .model import ModelHandle, model_failure, tool_specs, usage_of
@@ -26,7 +27,19 @@ from .state import SupervisorState, Usage, new_usage
 from .strategy import Strategy, strategy_named
 from .tokens import TokenCounter, estimate_tokens
 
-__all__ = ["RunCanceled", "RunContext", "budget_exhausted", "context_of", "steps_used", "totals"]
+__all__ = [
+    "CAPS",
+    "RunCanceled",
+    "RunContext",
+    "budget_exhausted",
+    "context_of",
+    "stop_reason",
+    "steps_used",
+    "totals",
+]
+
+#: Budgets that stop new work but let the work in flight finish (within ``budget.wall_time``).
+CAPS = frozenset({"budget:max_steps", "budget:tokens", "budget:cost_usd"})
 
 T = TypeVar("T")
 
@@ -97,12 +110,19 @@ class RunContext:
     ) -> tuple[AIMessage, Usage]:
         """One model call, counted (tokens, cost, a step) and reported as a ``model_called`` event."""
         assert self.model is not None
-        runnable: Any = self.model.model.bind_tools(tool_specs(*tools)) if tools else self.model.model
+        specs = tool_specs(*tools, agents=self.registry.available()) if tools else []
+        runnable: Any = self.model.model.bind_tools(specs) if specs else self.model.model
         began = time.monotonic()
         messages = list(messages)
         for hook in self.hooks:
             if (before := getattr(hook, "before_model", None)) is not None:
                 messages = list(await before(purpose, messages))
+        budget = self.config.supervisor.messages_tokens
+        size = prompt_tokens(messages, self.token_counter)
+        cut = size > budget
+        if cut:
+            messages = bound_prompt(messages, budget=budget, count=self.token_counter)
+            size = prompt_tokens(messages, self.token_counter)
         try:
             response = await self.interruptible(runnable.ainvoke(messages))
         except Exception as exc:
@@ -122,6 +142,9 @@ class RunContext:
         total["model_input_tokens"] += input_tokens
         total["model_output_tokens"] += output_tokens
         total["model_cost_usd"] += cost
+        total["prompt_budget"] = budget
+        total["prompt_tokens_max"] = max(total.get("prompt_tokens_max", 0), size)
+        total["prompts_cut"] = total.get("prompts_cut", 0) + cut
         self.emit(
             ev.ModelCalled(
                 run_id=self.run_id,
@@ -169,17 +192,31 @@ def steps_used(state: SupervisorState) -> int:
     return (state.get("usage") or new_usage())["model_calls"] + len(state.get("delegations") or {})
 
 
+def stop_reason(stop: str, config: SupervisorConfig) -> str:
+    """Why a run stopped, in words naming the setting (``budget:max_steps`` -> the step cap ...)."""
+    settings = config.supervisor
+    names = {
+        "budget:max_steps": f"the step cap was reached (supervisor.max_steps: {settings.max_steps})",
+        "budget:tokens": f"the token budget ran out (supervisor.budget.tokens: {settings.budget.tokens})",
+        "budget:cost_usd": f"the cost budget ran out (supervisor.budget.cost_usd: {settings.budget.cost_usd})",
+        "budget:wall_time": "the wall-time limit was reached "
+        f"(supervisor.budget.wall_time: {settings.budget.wall_time}s)",
+        "canceled": "the run was canceled",
+    }
+    return names.get(stop, stop)
+
+
 def budget_exhausted(state: SupervisorState, rt: RunContext, *, extra_steps: int = 0) -> str | None:
     """``budget:<name>`` for the first budget that has run out (and a ``budget_exhausted`` event)."""
     settings = rt.config.supervisor
     # Summing every delegation's usage at every step costs O(items): only when a budget needs it.
     needs_sums = settings.budget.tokens is not None or settings.budget.cost_usd is not None
     used = totals(state) if needs_sums else {"tokens": 0.0, "cost_usd": 0.0, "steps": steps_used(state)}
-    checks: list[tuple[str, float, float | None]] = [
+    checks: list[tuple[str, float, float | None]] = [  # the wall time first: it cancels, the others stop new work
+        ("wall_time", time.monotonic() - rt.started, settings.budget.wall_time),
         ("tokens", used["tokens"], settings.budget.tokens),
         ("cost_usd", used["cost_usd"], settings.budget.cost_usd),
         ("max_steps", used["steps"] + extra_steps, settings.max_steps),
-        ("wall_time", time.monotonic() - rt.started, settings.budget.wall_time),
     ]
     for name, value, limit in checks:
         if limit is not None and value >= limit:

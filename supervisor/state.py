@@ -81,6 +81,14 @@ class Item(TypedDict):
 
 class Usage(TypedDict):
     steps: int
+    #: ``messages_tokens`` as the run's model calls had it (``supervisor.compaction``).
+    prompt_budget: NotRequired[int]
+    #: The largest prompt sent to the model, in tokens.
+    prompt_tokens_max: NotRequired[int]
+    #: Model calls whose prompt had to be cut to ``messages_tokens``.
+    prompts_cut: NotRequired[int]
+    #: Summaries of the oldest turns written (by the model or deterministically).
+    summaries: NotRequired[int]
     model_calls: int
     model_input_tokens: int
     model_output_tokens: int
@@ -100,6 +108,10 @@ def new_usage() -> Usage:
         agent_input_tokens=0,
         agent_output_tokens=0,
         agent_cost_usd=0.0,
+        prompt_budget=0,
+        prompt_tokens_max=0,
+        prompts_cut=0,
+        summaries=0,
     )
 
 
@@ -169,6 +181,8 @@ class SupervisorState(TypedDict, total=False):
     objective: str
     #: Hop count of the request that started this run (0 when a person started it).
     depth: int
+    #: The run of the supervisor that delegated this one (``a2a-net/runId``), when nested.
+    parent_run_id: str
     started_at: float
     #: The agents as discovery found them (name, status, transport, skills, error).
     agents: list[dict[str, Any]]
@@ -190,6 +204,9 @@ class SupervisorState(TypedDict, total=False):
     #: The earlier runs of this thread (a conversation), oldest first; kept in full here, digested
     #: in prompts (``supervisor.conversation``).
     history: Annotated[list[Turn], _deltas(_append_all)]
+    #: The summary of the oldest turns of the model's conversation in this run (``converse``):
+    #: ``{"covered": n, "text": ...}``, the first ``n`` messages being the objective and the turns folded.
+    summary: dict[str, Any] | None
     #: The A2A ``contextId`` of each agent in this thread, so that an agent sees one conversation too.
     contexts: Annotated[dict[str, str], _deltas(_merge_all)]
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import re
@@ -80,10 +81,21 @@ class _Run:
     interactive: bool
     #: The conversation (LangGraph thread) it belongs to; ``None``: a run of its own (thread = run id).
     thread: str | None = None
+    #: The run of the supervisor that delegated this one (a nested supervisor), if any.
+    parent_run_id: str | None = None
 
     @property
     def thread_id(self) -> str:
         return self.thread or self.run_id
+
+
+def _with_parent(emit: Callable[[ev.Event], None], parent: str) -> Callable[[ev.Event], None]:
+    """``emit`` with every event marked with the parent run (``Event.parent_run_id``)."""
+
+    def marked(event: ev.Event) -> None:
+        emit(dataclasses.replace(event, parent_run_id=parent))
+
+    return marked
 
 
 class RunNotFoundError(LookupError):
@@ -261,12 +273,14 @@ class Supervisor:
         depth: int = 0,
         ask: Ask | None = None,
         thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> RunResult:
         """Run to the end and return the result. ``ask`` answers INPUT_REQUIRED questions (interactive).
 
         ``thread`` continues a conversation: the run sees the thread's earlier objectives and
         answers, and each agent gets the contextId it had in it (``supervisor.conversation``)."""
-        return await self._consume(self._stream(objective, run_id, depth, None, ask is not None, thread), ask)
+        stream = self._stream(objective, run_id, depth, None, ask is not None, thread, parent_run_id)
+        return await self._consume(stream, ask)
 
     def stream(
         self,
@@ -276,9 +290,13 @@ class Supervisor:
         depth: int = 0,
         interactive: bool | None = None,
         thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> AsyncIterator[ev.Event]:
-        """Run, yielding typed progress events; the last one is ``RunFinished`` (with ``.result``)."""
-        return self._stream(objective, run_id, depth, None, interactive, thread)
+        """Run, yielding typed progress events; the last one is ``RunFinished`` (with ``.result``).
+
+        ``parent_run_id``: the run of the supervisor that delegated this one (a nested supervisor,
+        ``supervisor.agent``): recorded in the state, on every event, and sent on with every delegation."""
+        return self._stream(objective, run_id, depth, None, interactive, thread, parent_run_id)
 
     async def resume(self, run_id: str, *, ask: Ask | None = None, thread: str | None = None) -> RunResult:
         """Continue a run whose process died: unfinished remote tasks are followed by their ids."""
@@ -364,9 +382,10 @@ class Supervisor:
         resume: str | None,
         interactive: bool | None,
         thread: str | None = None,
+        parent_run_id: str | None = None,
     ) -> AsyncIterator[ev.Event]:
         run_id = run_id or uuid.uuid4().hex[:16]
-        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive), thread)
+        run = _Run(run_id, objective, depth, resume is not None, self._interactive(interactive), thread, parent_run_id)
         queue: asyncio.Queue[ev.Event | None] = asyncio.Queue()
         driver = asyncio.create_task(self._drive(run, queue), name=f"supervisor-run-{run_id}")
         try:
@@ -413,6 +432,7 @@ class Supervisor:
                     error=result.error,
                     metrics=result.metrics.to_dict(),
                     result=result,
+                    parent_run_id=run.parent_run_id,
                 )
             )
         finally:
@@ -423,6 +443,7 @@ class Supervisor:
     async def _execute(self, run: _Run, emit: Callable[[ev.Event], None]) -> RunResult:
         run_id, resume, interactive = run.run_id, run.resume, run.interactive
         objective, depth = run.objective, run.depth  # a resumed run takes them from its checkpoint
+        parent = run.parent_run_id
         settings = self.config.supervisor
         async with self._saver() as saver, open_model(settings, self._chat_model) as model:
             graph = compiled(saver)
@@ -443,11 +464,15 @@ class Supervisor:
                 )
             if resume:
                 objective, depth = state["objective"], int(state.get("depth", 0))
+                parent = state.get("parent_run_id")
                 run_id = str(state.get("run_id") or run_id)
                 if state.get("status"):
                     return result_from_state(state)
             assert objective is not None
+            if parent:
+                emit = _with_parent(emit, parent)
             delegator = Delegator(
+                parent_run_id=parent,
                 run_id=run_id,
                 registry=self.registry,
                 depth=depth,
@@ -490,6 +515,7 @@ class Supervisor:
                         "objective": objective,
                         "depth": depth,
                         "started_at": time.time(),
+                        **({"parent_run_id": parent} if parent else {}),
                     }
                 )
                 saved: dict[str, str] | None = None

@@ -34,6 +34,8 @@ __all__ = [
     "TokenCounter",
     "build_delegation_text",
     "estimate_tokens",
+    "shorten",
+    "water_fill",
 ]
 
 TokenCounter = Callable[[str], int]
@@ -75,7 +77,7 @@ def _block(piece: ContextPiece, body: str) -> str:
     )
 
 
-def _shorten(text: str, share: int, count: TokenCounter) -> str:
+def shorten(text: str, share: int, count: TokenCounter) -> str:
     """Head and tail of ``text`` within ``share`` tokens, with the marker between them."""
     total = count(text)
     marker = _MARKER.format(n=max(0, total - share))
@@ -90,7 +92,7 @@ def _shorten(text: str, share: int, count: TokenCounter) -> str:
     return marker
 
 
-def _water_fill(sizes: Sequence[int], available: int) -> list[int]:
+def water_fill(sizes: Sequence[int], available: int) -> list[int]:
     shares = [0] * len(sizes)
     left, pending = available, sorted(range(len(sizes)), key=lambda i: sizes[i])
     while pending:
@@ -141,7 +143,7 @@ def build_delegation_text(
             f"context budget exceeded{where}: {sizes_note}; the instruction alone leaves no room for the context "
             "(raise supervisor.context.tokens or shorten the instruction)"
         )
-    shares = _water_fill([count(p.text) for p in pieces], available)
-    bodies = [p.text if count(p.text) <= s else _shorten(p.text, s, count) for p, s in zip(pieces, shares, strict=True)]
+    shares = water_fill([count(p.text) for p in pieces], available)
+    bodies = [p.text if count(p.text) <= s else shorten(p.text, s, count) for p, s in zip(pieces, shares, strict=True)]
     text = instruction + _HEADER + "\n".join(_block(p, b) for p, b in zip(pieces, bodies, strict=True))
     return DelegationText(text, count(text), before, True)

@@ -21,7 +21,7 @@ from .. import events as ev
 from ..delegation import ItemDone, Job, RecordUpdate, outcome_of
 from ..delegation_record import Delegation, delegations_in
 from ..offline import PREVIOUS_TURN
-from ..runtime import RunContext, budget_exhausted, context_of, steps_used
+from ..runtime import CAPS, RunContext, budget_exhausted, context_of, steps_used, stop_reason
 from ..state import Item, SupervisorState
 from ..tokens import ContextBudgetError, ContextPiece, build_delegation_text
 from ..workspace import FILE_SOURCE, Attachments, attachments, named_in, produced_files, run_files, workspace_file
@@ -36,14 +36,16 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     rt = context_of(runtime)
     batch = StepBatch(rt, state)
     stop = "canceled" if rt.cancel.is_set() else budget_exhausted(state, rt)
-    if stop is None:
-        _approvals(rt, batch)
-        # After a restart: items that were running have no delegation in this process yet.
+    if stop is None or stop in CAPS:
+        if stop is None:
+            _approvals(rt, batch)
+        # After a restart: items that were running have no delegation in this process yet (a cap
+        # stops new work, not what was already sent).
         for item in [i for i in batch.items.values() if i["status"] == "running" and rt.delegator.orphaned(i["id"])]:
             batch.set(_start(rt, batch.view, item, batch.items))
-        stop = await _rounds(rt, batch)
+        stop = await _rounds(rt, batch, capped=stop)
     if stop is not None:
-        _apply_updates(rt, batch, await rt.delegator.cancel_all())
+        _apply_updates(rt, batch, await rt.delegator.cancel_all(stop_reason(stop, rt.config)))
         for item in batch.items.values():
             if item["status"] == "running":
                 batch.changed[item["id"]] = {**item, "status": "canceled"}
@@ -55,7 +57,7 @@ async def delegate(state: SupervisorState, runtime: Runtime[RunContext]) -> Upda
     return update
 
 
-async def _rounds(rt: RunContext, batch: StepBatch) -> str | None:
+async def _rounds(rt: RunContext, batch: StepBatch, capped: str | None = None) -> str | None:
     """Start what may start, wait for the next change, apply it; again, within one step, while
     the oldest change is younger than ``checkpoint.interval``; then the step returns (and is saved).
 
@@ -64,23 +66,30 @@ async def _rounds(rt: RunContext, batch: StepBatch) -> str | None:
     change of its interval. A resume finds the run at most ``interval`` older than it was: an item
     whose start or end was not saved yet is sent again with the same ``messageId``, which the agent
     answers with the task it already has (as it did before for a crash between a send and the
-    first change saved). Returns why the run stops, if it does."""
+    first change saved). Returns why the run stops, if it does.
+
+    A cap (``max_steps``, ``budget.tokens``, ``budget.cost_usd``: ``CAPS``) stops the starting of
+    new items, not the delegations in flight: they run on (within ``budget.wall_time``), and once
+    none is left the cap is returned, so that the run ends naming it."""
     interval = rt.config.supervisor.checkpoint.interval
     # A step that may stop for an interrupt (an approval) stays one round: an interrupted node
     # loses its writes, and with them the delegations its earlier rounds would have started.
     one_round = interval <= 0 or rt.approve_by_interrupt
     deadline: float | None = None
     while True:
-        if deadline is not None:  # a later round: a budget may have run out meanwhile
+        if deadline is not None and capped is None:  # a later round: a budget may have run out meanwhile
             stop = "canceled" if rt.cancel.is_set() else budget_exhausted(batch.view, rt)
-            if stop is not None:
+            if stop is not None and stop not in CAPS:
                 return stop
+            capped = stop
         _skip_blocked(rt, batch)
-        steps_left = rt.settings.max_steps - steps_used(batch.view)
-        for item in batch.ready(min(_capacity(rt), max(0, steps_left))):
-            batch.set(_start(rt, batch.view, item, batch.items))
+        if capped is None:
+            steps_left = rt.settings.max_steps - steps_used(batch.view)
+            for item in batch.ready(min(_capacity(rt), max(0, steps_left))):
+                batch.set(_start(rt, batch.view, item, batch.items))
         if not rt.delegator.in_flight and rt.delegator.updates.empty():
-            return None
+            # A cap that left nothing undone (its last items were in flight) stopped nothing.
+            return capped if any(i["status"] == "pending" for i in batch.items.values()) else None
         timeout = rt.wall_time_left()
         if deadline is not None:
             left = max(0.0, deadline - time.monotonic())
@@ -91,7 +100,8 @@ async def _rounds(rt: RunContext, batch: StepBatch) -> str | None:
             return "canceled"
         if not updates:
             if rt.wall_time_left() == 0:
-                return budget_exhausted(batch.view, rt) or "budget:wall_time"
+                budget_exhausted(batch.view, rt)  # (reports it)
+                return "budget:wall_time"
             return None  # the interval has passed with nothing new: save what changed
         if one_round or (rt.use_model_reflection and any(i["status"] == "review" for i in batch.changed.values())):
             return None  # the reflect step must see it now

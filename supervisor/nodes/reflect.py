@@ -5,6 +5,7 @@ as the answers to its tool calls (``converse.tool_results``)."""
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from langchain_core.messages import HumanMessage, SystemMessage, ToolMessage
@@ -78,14 +79,40 @@ def judge_by_rules(rt: RunContext, item: Item, record: Delegation | None) -> Ite
     return _judge(rt, item, verdict, reason, instruction)
 
 
+#: A completed task whose answer opens by saying the work was not done ("I could not ...",
+#: "Sorry, I am unable to ..."): a refusal, whatever its task state says.
+_REFUSAL = re.compile(
+    r"^\W*(?:(?:sorry|unfortunately|apologies)\b[\s,.!:;-]*)?(?:(?:i|we)(?:'m| am| was| were)? "
+    r"(?:can(?:no|')t|could ?n(?:o|')t|(?:am |was |were |are )?(?:unable|not able)|did ?n(?:o|')t manage)\b"
+    r"|(?:sorry|unfortunately)\b)",
+    re.IGNORECASE,
+)
+
+
+def refused(result: str | None) -> bool:
+    """Whether a completed answer says it could not do the work (its first sentence)."""
+    return bool(_REFUSAL.match((result or "").strip()[:200]))
+
+
 def _rule_verdict(item: Item, record: Delegation | None) -> tuple[str, str, str | None]:
-    """Fixed rules: accept a non-empty completed result; retry a failed or empty one once; else give up."""
+    """Fixed rules: accept a non-empty completed result that does not say it could not do the work;
+    retry a failed, empty or refusing one once; else give up."""
     state = record.state if record else ""
-    if state == "completed" and (item["result"] or "").strip():
+    refusal = state == "completed" and refused(item["result"])
+    if state == "completed" and (item["result"] or "").strip() and not refusal:
         return "accept", "completed", None
     retryable = state in ("completed", "failed", "rejected")
+    if refusal and (item["corrected"] or not retryable):
+        first = (item["result"] or "").strip().splitlines()[0][:200]
+        return "give_up", f"the agent said it could not do it: {first}", None
     if retryable and not item["corrected"]:
-        problem = "the answer was empty" if state == "completed" else (item["error"] or f"the task ended {state}")
+        problem = (
+            "the answer said the work could not be done"
+            if refusal
+            else "the answer was empty"
+            if state == "completed"
+            else (item["error"] or f"the task ended {state}")
+        )
         instruction = (
             f"{item['instruction']}\n\nA previous attempt at this task did not succeed ({problem}). "
             "Please address that and try again."

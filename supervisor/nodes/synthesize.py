@@ -12,7 +12,7 @@ from ..conversation import turn_of
 from ..hosted import release
 from ..model import SYNTHESIZE_SYSTEM, items_text, system_prompt
 from ..offline import assemble
-from ..runtime import RunCanceled, RunContext, context_of
+from ..runtime import RunCanceled, RunContext, context_of, stop_reason
 from ..state import Item, SupervisorState
 from .delegate import output_of
 from .todo import Update, items_of
@@ -42,7 +42,7 @@ async def synthesize(state: SupervisorState, runtime: Runtime[RunContext]) -> Up
         except RunCanceled as exc:
             stop = update["stop"] = str(exc)
     if final is None:
-        reason = state.get("error") or (stop.replace("budget:", "the budget ran out: ") if stop else None)
+        reason = state.get("error") or (stop_reason(stop, rt.config) if stop else None)
         final = assemble(state["objective"], items, limit=rt.settings.peer_text_chars, stop=reason)
     update["status"] = _status({**state, "stop": update.get("stop", stop)}, items)
     update["final"] = final

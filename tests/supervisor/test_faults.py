@@ -302,7 +302,7 @@ async def test_the_wall_time_budget_cancels_what_is_in_flight() -> None:
             task = await client.get_task(delegation.task_id or "")
     assert result.status == "failed" and result.stopped == "budget:wall_time"
     assert task.status.state == TaskState.CANCELED
-    assert "the budget ran out: wall_time" in result.final
+    assert "the wall-time limit was reached (supervisor.budget.wall_time: 1.5s)" in result.final
 
 
 async def test_max_steps_limits_the_delegations_of_a_run() -> None:

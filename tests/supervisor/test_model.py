@@ -186,7 +186,7 @@ async def test_a_token_budget_stops_the_run_and_the_answer_says_what_is_missing(
     assert [e.budget for e in seen if isinstance(e, events.BudgetExhausted)] == ["tokens"]
     assert result.status == "partial" and result.stopped == "budget:tokens"
     assert [i.status for i in result.items] == ["done", "pending"]
-    assert "the budget ran out: tokens" in result.final and "Missing:" in result.final
+    assert "the token budget ran out (supervisor.budget.tokens: 30)" in result.final and "Missing:" in result.final
     assert result.metrics.model_calls == 1  # the answer was assembled without the model
 
 

@@ -19,7 +19,7 @@ from agents import code, files
 from agents import web as web_agent
 from supervisor import RunResult, Supervisor
 from supervisor.offline import split_objective
-from tests.supervisor.agents import WAIT
+from tests.supervisor.agents import WAIT, Probe, worker
 
 PAGES = {
     "/one.html": "<html><body><main><h1>Apples</h1><p>Apples are red or green.</p></main></body></html>",
@@ -178,3 +178,39 @@ async def test_write_a_program_then_run_it_across_the_files_and_code_agents(agen
     assert sent(result, "2") == {"file": "primes.py"}  # the file itself goes as a part of the message
     assert (agents.workspace / "primes.py").read_text() == script
     assert "primes: [2, 3, 5, 7, 11, 13, 17, 19]" in (run.result or "")
+
+
+async def test_fetch_a_and_b_fetches_both(agents: Agents) -> None:
+    """The fetch skill takes one URL: a step naming two is made two steps, not half done."""
+    result = await asyncio.wait_for(
+        agents.supervisor().run(f"Fetch {agents.site}/one.html and {agents.site}/two.html, then save them to both.txt"),
+        WAIT,
+    )
+    assert result.status == "completed", result.final
+    one, two, save = result.items
+    assert sent(result, one.id) == {"url": f"{agents.site}/one.html"}
+    assert sent(result, two.id) == {"url": f"{agents.site}/two.html"}
+    assert "Apples" in (one.result or "") and "Pears" in (two.result or "")
+    assert save.depends_on == [one.id, two.id]  # "them": the results of both fetches
+    saved = (agents.workspace / "both.txt").read_text()
+    assert "Apples" in saved and "Pears" in saved
+
+
+async def test_every_missing_step_is_named_with_its_reason() -> None:
+    """A run stopped by max_steps: the final answer names each step not done and why."""
+    sup = Supervisor([worker("A"), worker("B", skill="paint", tags=("paint",))], offline=True, max_steps=1)
+    result = await asyncio.wait_for(sup.run("work on x\nwork on y\ndance a waltz"), WAIT)
+    assert result.status == "partial"
+    assert "- 2. work on y (A): pending: not started before the run ended" in result.final
+    assert "- 3. dance a waltz: failed: could not do this step: no available agent offers a skill to dance" in (
+        result.final
+    )
+
+
+async def test_a_step_no_skill_matches_goes_to_the_only_agent() -> None:
+    probe = Probe()
+    sup = Supervisor([worker("Solo", probe, skill="work", tags=("work",))], offline=True)
+    result = await asyncio.wait_for(sup.run("Dance a waltz"), WAIT)
+    assert result.status == "completed", result.final
+    assert probe.started == ["Dance a waltz"]
+    assert result.items[0].agent == "Solo"

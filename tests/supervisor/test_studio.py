@@ -31,6 +31,14 @@ def test_langgraph_json_points_at_the_graph() -> None:
     module, _, attr = config["graphs"]["supervisor"].partition(":")
     assert module == "./supervisor/studio.py" and attr == "graph"
     assert config["dependencies"] == ["."]
+    from supervisor import hosted
+
+    default = hosted._config({})  # what a run given only {"objective": ...} uses
+    assert {a.name: a.command for a in default.agents} == {
+        "files": ["a2a", "serve", "agents.files:agent", "--stdio"],
+        "web": ["a2a", "serve", "agents.web:agent", "--stdio"],
+        "code": ["a2a", "serve", "agents.code:agent", "--stdio"],
+    }
 
 
 async def test_the_graph_runs_from_its_configurable_alone() -> None:
@@ -78,15 +86,21 @@ def _free_port() -> int:
 
 
 @contextlib.asynccontextmanager
-async def langgraph_dev(tmp_path: Path, extra_env: dict[str, str]) -> AsyncIterator[str]:
-    """``langgraph dev`` on a free loopback port, from the repository root; yields its URL."""
+async def langgraph_dev(
+    tmp_path: Path, extra_env: dict[str, str], *, default_config: bool = False
+) -> AsyncIterator[str]:
+    """``langgraph dev`` on a free loopback port, from the repository root; yields its URL. Its
+    blocking-call detector stays on (no ``--allow-blocking``): a blocking call in a run fails it."""
     cli = shutil.which("langgraph", path=str(Path(sys.executable).parent))
     if cli is None:
         pytest.skip("langgraph-cli[inmem] is not installed (it is in the test extra)")
     port = _free_port()
-    config = tmp_path / "studio.yaml"
-    config.write_text("supervisor: {offline: true}\nagents:\n  - " + json.dumps(WORKER) + "\n")
-    env = {**os.environ, **extra_env, "A2A_SUPERVISOR_CONFIG": str(config), "LANGSMITH_TRACING": "false"}
+    env = {**os.environ, **extra_env, "LANGSMITH_TRACING": "false"}
+    env.pop("A2A_SUPERVISOR_CONFIG", None)
+    if not default_config:
+        config = tmp_path / "studio.yaml"
+        config.write_text("supervisor: {offline: true}\nagents:\n  - " + json.dumps(WORKER) + "\n")
+        env["A2A_SUPERVISOR_CONFIG"] = str(config)
     log = (tmp_path / "langgraph-dev.log").open("wb")
     child = await asyncio.create_subprocess_exec(
         cli, "dev", "--host", "127.0.0.1", "--port", str(port), "--no-browser", "--no-reload",
@@ -161,6 +175,31 @@ async def test_langgraph_dev_serves_the_graph_and_runs_it_through_its_api(tmp_pa
     assert requests == 3  # plan, reflect, synthesize: the server's run used the model
 
 
+@pytest.mark.slow
+async def test_langgraph_dev_out_of_the_box_runs_an_objective_with_the_built_in_agents(tmp_path: Path) -> None:
+    """The default configuration (examples/studio.yaml): the built-in agents over stdio, started by the
+    run itself; an objective alone completes, with no blocking call on the server's event loop."""
+    workspace = tmp_path / "workspace"
+    env = {
+        "A2A_FILES_WORKSPACE": str(workspace),
+        "PATH": str(Path(sys.executable).parent) + os.pathsep + os.environ["PATH"],
+    }
+    async with (
+        langgraph_dev(tmp_path, env, default_config=True) as url,
+        httpx.AsyncClient(base_url=url, timeout=90) as client,
+    ):
+        objective = "Compute with Python: ```print(6 * 7)```\nSave the result to answer.txt"
+        response = await client.post(
+            "/runs/wait", json={"assistant_id": "supervisor", "input": {"objective": objective}}
+        )
+    log = (tmp_path / "langgraph-dev.log").read_text()
+    assert "BlockingError" not in log, log[-3000:]
+    state = response.json()
+    assert state["status"] == "completed", (state, log[-3000:])
+    assert [i["agent"] for i in state["items"].values()] == ["code", "files"]
+    assert (workspace / "answer.txt").read_text() == "42\n"
+
+
 @pytest.mark.parametrize(("answer", "status"), [(True, "completed"), ("no", "failed")])
 async def test_a_hosted_run_asks_for_approval_with_an_interrupt(answer: Any, status: str) -> None:
     from langgraph.types import Command
@@ -197,3 +236,15 @@ async def test_a_hosted_run_left_at_an_interrupt_does_not_stay_in_memory() -> No
     state = await app.ainvoke(Command(resume=True), second)
     assert state["status"] == "completed"
     assert "run-1" not in hosted._runs and "run-2" not in hosted._runs
+
+
+async def test_a_hosted_run_streams_its_events_in_custom_mode() -> None:
+    from supervisor.graph import build_graph
+
+    app = build_graph().compile(checkpointer=InMemorySaver())
+    config = {"configurable": {"thread_id": "custom", "agents": [WORKER], "supervisor": {"offline": True}}}
+    chunks = [c async for c in app.astream({"objective": "work on apples"}, config, stream_mode="custom")]
+    kinds = [c["event"] for c in chunks]
+    assert "plan_updated" in kinds and "delegation_started" in kinds and "delegation_finished" in kinds
+    started = next(c for c in chunks if c["event"] == "delegation_started")
+    assert started["agent"] == "W" and started["run_id"] == "custom"
