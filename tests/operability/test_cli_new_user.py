@@ -1,0 +1,70 @@
+"""What a new user trips over on the command line (issue 32): flags between the arguments,
+a send that outlasts its --timeout, the follow-up hint over stdio, what ``a2a card`` and the
+banner say.
+
+Subprocess tests of the real ``a2a`` script, against ``tests/operability/cli_agent.py``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from tests.test_cli import Server, run
+
+pytestmark = pytest.mark.slow  # every test starts `a2a` processes
+
+AGENT = "tests/operability/cli_agent.py:agent"
+
+
+@pytest.fixture(scope="module")
+def agent() -> Iterator[Server]:
+    server = Server(AGENT, "--port", "0", "--push-allow", "127.0.0.1/32").started()
+    try:
+        yield server
+    finally:
+        assert server.stop() == 0
+
+
+# ---- flags anywhere ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("flags", [["--skill", "lookup"], ["--skill", "lookup", "--stream"]])
+def test_send_takes_flags_between_the_url_and_the_text(agent: Server, flags: list[str]) -> None:
+    result = run("send", agent.url, *flags, "a")
+    assert result.code == 0, result
+    assert "alpha" in result.out
+
+
+def test_send_json_between_the_url_and_the_text(agent: Server) -> None:
+    result = run("send", agent.url, "--json", "--skill", "lookup", "a")
+    assert result.code == 0, result
+    (task,) = result.json_lines()
+    assert task["artifacts"][0]["parts"][0]["text"] == "alpha"
+
+
+def test_every_command_takes_flags_between_its_arguments(agent: Server) -> None:
+    asked = run("send", agent.url, "--json", "--skill", "book", "table")
+    assert asked.code == 0, asked
+    task_id = json.loads(asked.out)["id"]
+    got = run("get", agent.url, "--json", task_id)
+    assert got.code == 0, got
+    assert json.loads(got.out)["status"]["state"] == "TASK_STATE_INPUT_REQUIRED"
+    hook = "http://127.0.0.1:9/hook"
+    created = run("push", "create", agent.url, "--json", task_id, "--config-id", "c1", hook)
+    assert created.code == 0, created
+    assert json.loads(created.out)["url"] == hook
+    listed = run("push", "list", agent.url, "--json", task_id)
+    assert [c["id"] for c in json.loads(listed.out)["configs"]] == ["c1"]
+    one = run("push", "get", agent.url, "--json", task_id, "c1")
+    assert json.loads(one.out)["id"] == "c1"
+    deleted = run("push", "delete", agent.url, "--json", task_id, "c1")
+    assert deleted.code == 0, deleted
+    cancelled = run("cancel", agent.url, "--json", task_id)
+    assert cancelled.code == 0, cancelled
+    assert json.loads(cancelled.out)["status"]["state"] == "TASK_STATE_CANCELED"
+    followed = run("subscribe", agent.url, "--json", task_id)
+    assert followed.code == 1, followed  # a cancelled task: non-zero, as for send
+    assert json.loads(followed.out.splitlines()[0])["task"]["status"]["state"] == "TASK_STATE_CANCELED"
