@@ -82,8 +82,10 @@ async def test_streaming_agent_streams_words_after_a_working_status(storyteller:
     assert events[1].status.message is not None and events[1].status.message.text == "Writing about the sea"
     chunks = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)]
     expected = module.answer_for("the sea")
-    assert len(chunks) == len(expected.split(" ")) > 10, "one chunk per word"
+    # One chunk per word, each sent when yielded; an empty one flagged lastChunk closes the artifact.
+    assert len(chunks) == len(expected.split(" ")) + 1 > 10, "one chunk per word, then the closing one"
     assert "".join(str(c.artifact.parts[0].text) for c in chunks) == expected
+    assert chunks[-1].artifact.parts[0].text == ""
     assert len({c.artifact.artifact_id for c in chunks}) == 1, "all chunks go into one artifact"
     assert [c.append for c in chunks] == [False] + [True] * (len(chunks) - 1)
     assert [c.last_chunk for c in chunks] == [False] * (len(chunks) - 1) + [True]

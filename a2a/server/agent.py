@@ -16,8 +16,9 @@ validated (-32602 names a bad argument); their JSON Schema is published in the c
 ``SKILL_ARGUMENTS_EXTENSION`` extension). A signature that cannot be served is a ``TypeError``
 when the skill is decorated. A skill may return text, JSON data, ``Part``s (the task
 completes with them as an artifact), a ``Message`` (a plain reply, no task) or ``None``; it may
-be a generator whose chunks stream into one artifact; if it raises, the task fails with the
-exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
+be a generator whose chunks stream into one artifact, each published as soon as it is
+yielded (an empty chunk flagged ``lastChunk`` closes the artifact when the generator returns);
+if it raises, the task fails with the exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
 
 Task or message: by default a message creates its task at once (SUBMITTED, saved, the first
 stream event), so slow work can be listed, fetched and cancelled before it publishes anything.
@@ -62,6 +63,9 @@ SKILL_METADATA_KEY = SKILL_KEY
 SKILL_ARGUMENTS_EXTENSION = "https://a2a-net.dev/extensions/skill-arguments/v1"
 
 SkillFunction = Callable[..., Any]
+
+#: What closes a generator skill's artifact: an empty text chunk, flagged ``lastChunk``.
+CLOSING_CHUNK = ""
 
 
 def skill_arguments(message: Message) -> dict[str, Any] | None:
@@ -154,18 +158,20 @@ async def _aiter(gen: Iterator[Any]) -> AsyncIterator[Any]:
 
 
 async def _stream_chunks(ctx: RequestContext, chunks: AsyncIterator[Any]) -> None:
-    """Each chunk is appended to one artifact; one chunk is held back so the last gets ``lastChunk``."""
+    """Each chunk is appended to one artifact the moment it is yielded; when the generator
+    returns, an empty closing chunk flagged ``lastChunk`` says the artifact is whole.
+
+    No chunk is held back to flag the last one: a skill that yields and then works delivers
+    what it yielded at once, and a task cancelled meanwhile keeps every chunk yielded before.
+    """
     artifact_id: str | None = None
-    pending: Any = None
-    have_pending = False
     async for chunk in chunks:
-        if have_pending:
-            artifact_id = await ctx.artifact(pending, artifact_id=artifact_id, append=artifact_id is not None)
-        pending, have_pending = chunk, True
-    if have_pending:
-        await ctx.artifact(pending, artifact_id=artifact_id, append=artifact_id is not None, last_chunk=True)
-    if not ctx.finished:
-        await ctx.complete()
+        artifact_id = await ctx.artifact(chunk, artifact_id=artifact_id, append=artifact_id is not None)
+    if ctx.finished:  # the skill ended the task itself
+        return
+    if artifact_id is not None:
+        await ctx.artifact(CLOSING_CHUNK, artifact_id=artifact_id, append=True, last_chunk=True)
+    await ctx.complete()
 
 
 async def _publish_result(ctx: RequestContext, result: Any) -> None:
