@@ -1,7 +1,8 @@
 """The ``a2a`` command: serve an agent, or talk to one.
 
 Every failure is one line on stderr and a non-zero exit: 1 for an error from the agent or
-the network, 2 for a usage error, 130 when interrupted.
+the network, 2 for a usage error, 130 when interrupted; 124 when a blocking ``a2a send``
+outlasts ``--timeout`` (the task goes on; its id and the commands that reach it are printed).
 
 Only what a subcommand needs is imported, when it runs: ``a2a send`` never loads the server,
 ``a2a serve`` never loads httpx's client, and neither loads LangGraph.

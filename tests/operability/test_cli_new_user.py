@@ -8,6 +8,7 @@ Subprocess tests of the real ``a2a`` script, against ``tests/operability/cli_age
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
@@ -68,3 +69,29 @@ def test_every_command_takes_flags_between_its_arguments(agent: Server) -> None:
     followed = run("subscribe", agent.url, "--json", task_id)
     assert followed.code == 1, followed  # a cancelled task: non-zero, as for send
     assert json.loads(followed.out.splitlines()[0])["task"]["status"]["state"] == "TASK_STATE_CANCELED"
+
+
+# ---- a blocking send that outlasts --timeout ----------------------------------------------------
+
+
+def test_a_send_that_outlasts_its_timeout_names_the_task_and_what_to_do(agent: Server) -> None:
+    result = run("send", agent.url, "60", "--skill", "think", "--timeout", "3")
+    assert result.code == 124, result  # documented: README, `a2a send --help`
+    assert "Traceback" not in result.err
+    (line,) = result.err.splitlines()
+    found = re.search(r"^a2a: task (\w+) did not finish within --timeout 3s and goes on: ", line)
+    assert found, line
+    task_id = found.group(1)
+    for command in ("get", "subscribe", "cancel"):
+        assert f"a2a {command} {agent.url} {task_id}" in line, line
+    state = run("get", agent.url, task_id, "--json")
+    assert json.loads(state.out)["status"]["state"] in ("TASK_STATE_SUBMITTED", "TASK_STATE_WORKING")
+    assert run("cancel", agent.url, task_id).code == 0
+
+
+def test_a_send_within_its_timeout_prints_the_finished_task(agent: Server) -> None:
+    result = run("send", agent.url, "--skill", "words", "3", "--json")
+    assert result.code == 0, result
+    (task,) = result.json_lines()
+    assert task["status"]["state"] == "TASK_STATE_COMPLETED"
+    assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == "word0 word1 word2 end\n"
