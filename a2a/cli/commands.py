@@ -103,7 +103,26 @@ async def _answer() -> str:
         return ""
 
 
+#: Why no later command can reach a task of a ``stdio:`` target: the agent runs as this
+#: command's child, and stops with it.
+_STDIO_TASK_GONE = (
+    "a stdio: agent runs as this command's child and stops with it, so a later a2a command starts "
+    "a new agent that does not know the task (unless the agent keeps its tasks in a durable --store)"
+)
+
+
+def _over_stdio(args: argparse.Namespace) -> bool:
+    return str(args.url).startswith(STDIO_PREFIX)
+
+
 def _how_to_answer(args: argparse.Namespace, task_id: str) -> None:
+    if _over_stdio(args):
+        print(
+            f"the task waits for input; {_STDIO_TASK_GONE}: answer it at a terminal, where a2a send asks "
+            "for the answer, or serve the agent over HTTP",
+            file=sys.stderr,
+        )
+        return
     flags = " --stream" if args.stream else ""
     print(
         f'the task waits for input; answer with: a2a send {shlex.quote(args.url)} "..." --task-id {task_id}{flags}',
@@ -207,6 +226,12 @@ def _task_id_of(payload: Any) -> str | None:
 
 
 def _still_running(args: argparse.Namespace, task_id: str) -> int:
+    if _over_stdio(args):
+        print(
+            f"a2a: task {task_id} did not finish within --timeout {args.timeout:g}s; {_STDIO_TASK_GONE}",
+            file=sys.stderr,
+        )
+        return EXIT_STILL_RUNNING
     url = shlex.quote(args.url)
     print(
         f"a2a: task {task_id} did not finish within --timeout {args.timeout:g}s and goes on: "
@@ -302,6 +327,8 @@ async def _interrupted(client: A2AClient, args: argparse.Namespace, task_id: str
     elif getattr(args, "cancel_on_interrupt", False):
         task = await client.cancel_task(task_id)
         print(f"a2a: task {task_id} {_state_word(task.status.state)}", file=sys.stderr)
+    elif _over_stdio(args):
+        print(f"a2a: stopped watching task {task_id}; {_STDIO_TASK_GONE}", file=sys.stderr)
     else:
         print(
             f"a2a: stopped watching task {task_id}, which goes on: a2a cancel {url} {task_id} cancels it, "

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 import json
 import re
+import shlex
 from collections.abc import Iterator
 
 import pytest
 
-from tests.test_cli import Server, run
+from tests.test_cli import A2A, Server, run
 
 pytestmark = pytest.mark.slow  # every test starts `a2a` processes
 
@@ -95,3 +96,28 @@ def test_a_send_within_its_timeout_prints_the_finished_task(agent: Server) -> No
     (task,) = result.json_lines()
     assert task["status"]["state"] == "TASK_STATE_COMPLETED"
     assert "".join(p["text"] for p in task["artifacts"][0]["parts"]) == "word0 word1 word2 end\n"
+
+
+# ---- stdio: targets ------------------------------------------------------------------------------
+
+
+def _stdio_target() -> str:
+    return f"stdio:{shlex.quote(A2A)} serve {AGENT} --stdio"
+
+
+def test_over_stdio_the_question_does_not_offer_a_follow_up_that_cannot_reach_the_task() -> None:
+    asked = run("send", _stdio_target(), "table", "--skill", "book")
+    assert asked.code == 0, asked
+    assert "input-required" in asked.out and "For how many people?" in asked.out
+    assert "--task-id" not in asked.err and "answer with" not in asked.err, asked.err
+    (line,) = asked.err.splitlines()
+    assert line.startswith("the task waits for input; a stdio: agent runs as this command's child and stops with it")
+    assert "at a terminal" in line
+
+
+def test_over_stdio_a_send_that_outlasts_its_timeout_says_the_task_stops_with_it() -> None:
+    result = run("send", _stdio_target(), "60", "--skill", "think", "--timeout", "3")
+    assert result.code == 124, result
+    (line,) = result.err.splitlines()
+    assert "did not finish within --timeout 3s; a stdio: agent runs as this command's child" in line
+    assert "a2a get" not in line and "a2a cancel" not in line
