@@ -319,6 +319,28 @@ class Agent:
     #: then created at its first task event instead of at once (skills declare it themselves).
     replies: bool = False
 
+    @classmethod
+    def from_graph(
+        cls,
+        graph: Any,
+        name: str,
+        description: str = "",
+        *,
+        input: Callable[[RequestContext], Any] | None = None,  # noqa: A002 - the graph's own word for it
+        output: Callable[[Any], Any] | None = None,
+        **options: Any,
+    ) -> Agent:
+        """An agent that runs a compiled LangGraph graph for each message (``a2a.server.graph_agent``
+        says how: input, WORKING updates, ``interrupt()`` as INPUT_REQUIRED, the contextId as the
+        checkpointer thread). ``input`` builds the graph's input from the ``RequestContext``,
+        ``output`` the artifact from its final state; ``options`` are this class's fields.
+        Needs langgraph (``pip install 'a2a-net[supervisor]'``)."""
+        from .graph_agent import graph_agent, message_input, message_output
+
+        return graph_agent(
+            graph, name, description, input=input or message_input, output=output or message_output, **options
+        )
+
     def skill(
         self,
         id: str | None = None,  # noqa: A002 - mirrors the card field
