@@ -40,7 +40,7 @@ from typing import Any
 import msgspec
 
 from ..errors import InvalidParamsError
-from ..metadata import OWNER_SKILL_KEY, SKILL_KEY
+from ..metadata import OWNER_SKILL_KEY, SKILL_ARGUMENTS_EXTENSION, SKILL_KEY
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -59,8 +59,6 @@ __all__ = ["Agent", "Skill", "SkillParameters", "SKILL_ARGUMENTS_EXTENSION", "SK
 
 #: Message metadata key naming the skill to run when an agent has several.
 SKILL_METADATA_KEY = SKILL_KEY
-#: The card extension whose ``params.skills`` maps a skill id to the JSON Schema of its arguments.
-SKILL_ARGUMENTS_EXTENSION = "https://a2a-net.dev/extensions/skill-arguments/v1"
 
 SkillFunction = Callable[..., Any]
 

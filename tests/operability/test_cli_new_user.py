@@ -11,6 +11,7 @@ import json
 import re
 import shlex
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -121,3 +122,67 @@ def test_over_stdio_a_send_that_outlasts_its_timeout_says_the_task_stops_with_it
     (line,) = result.err.splitlines()
     assert "did not finish within --timeout 3s; a stdio: agent runs as this command's child" in line
     assert "a2a get" not in line and "a2a cancel" not in line
+
+
+# ---- what a2a card, the banner and the task show -----------------------------------------------
+
+
+def test_the_card_names_bindings_as_the_banner_and_binding_do_and_shows_typed_arguments(agent: Server) -> None:
+    card = run("card", agent.url)
+    assert card.code == 0, card
+    assert "https://a2a-net.dev/bindings/" not in card.out, card.out
+    lines = card.out.splitlines()
+    ws = [line for line in lines if line.strip().startswith("WEBSOCKET")]
+    assert len(ws) == 1 and ws[0].rstrip().endswith("/a2a/ws"), card.out
+    assert "  skill order(item: string, quantity: integer = 1, note: string | null = null): order" in lines
+    # The name shown is the one --binding takes.
+    sent = run("send", agent.url, "--binding", "WEBSOCKET", "--skill", "lookup", "a")
+    assert sent.code == 0 and "alpha" in sent.out, sent
+
+
+def test_an_unnamed_artifact_is_not_shown_by_its_id(agent: Server) -> None:
+    one = run("send", agent.url, "--skill", "lookup", "a")
+    assert one.code == 0, one
+    assert one.out.splitlines()[1:] == ["alpha"], one.out
+    several = run("send", agent.url, "--skill", "order", "--data", '{"item": "tea", "quantity": 2}')
+    assert several.code == 0, several
+    assert several.out.splitlines()[1:] == [
+        "[artifact 1]",
+        "2 x tea",
+        "[receipt]",
+        '{"item":"tea","quantity":2,"note":null}',
+    ], several.out
+
+
+def test_the_banner_says_what_memory_means() -> None:
+    server = Server(AGENT, "--port", "0").started()
+    try:
+        lines = []
+        while not (lines and lines[-1].strip().startswith("a2a-net ")):
+            lines.append(server._next_line(30))
+    finally:
+        assert server.stop() == 0
+    assert "  tasks in memory (gone when the server stops)" in lines
+    assert not any(line.rstrip().endswith("memory:") for line in lines)
+
+
+def test_a_refused_webhook_names_the_flag_that_admits_it() -> None:
+    server = Server(AGENT, "--port", "0").started()  # no --push-allow: loopback is refused
+    try:
+        sent = run("send", server.url, "--json", "--skill", "book", "table")
+        task_id = json.loads(sent.out)["id"]
+        refused = run("push", "create", server.url, task_id, "http://127.0.0.1:9/hook")
+    finally:
+        assert server.stop() == 0
+    assert refused.code == 1, refused
+    assert "forbidden range (loopback)" in refused.err and "--push-allow" in refused.err, refused.err
+
+
+def test_a_config_typo_is_answered_with_the_option_meant(tmp_path: Path) -> None:
+    config = tmp_path / "supervisor.yaml"
+    config.write_text("supervisor:\n  max_concurency: 3\n", encoding="utf-8")
+    done = run("supervise", "hello", "-c", str(config))
+    assert done.code == 2, done
+    assert "Traceback" not in done.err
+    assert f"{config}:2: supervisor.max_concurency: unknown option 'max_concurency'" in done.err, done.err
+    assert "(did you mean 'max_concurrency'?)" in done.err, done.err
