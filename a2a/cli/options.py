@@ -25,8 +25,8 @@ def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]
     """``unknown option --strem (did you mean --stream?)`` for the first word argparse left over."""
     word = extra[0]
     if word == "--":
-        # argparse passes an optional argument by (``a2a send URL --json -- -hi``: TEXT was
-        # taken as empty before the flags), and then nothing after ``--`` has a place.
+        # Left over only by a parser that is not parsed the intermixed way (see main._Parser):
+        # an optional argument passed by, and then nothing after ``--`` has a place.
         return "'--' came after the options: put them first, then the arguments, '--' before one that begins with '-'"
     if not word.startswith("-"):
         return f"unexpected argument {word!r}"
