@@ -11,6 +11,7 @@ __all__ = [
     "FETCHED_FROM_KEY",
     "FETCH_NOTE_KEY",
     "OWNER_SKILL_KEY",
+    "SKILL_ARGUMENTS_EXTENSION",
     "SKILL_KEY",
     "TOOLS_KEY",
     "USAGE_KEY",
@@ -19,6 +20,9 @@ __all__ = [
 
 #: Message metadata: the id of the skill to run (when an agent has several).
 SKILL_KEY = "skillId"
+#: Card extension (not metadata, but a2a-net's too) whose ``params.skills`` maps a skill id to the
+#: JSON Schema of its arguments.
+SKILL_ARGUMENTS_EXTENSION = "https://a2a-net.dev/extensions/skill-arguments/v1"
 #: Task metadata: the id of the skill that owns the task (set when it is created); follow-ups go to it.
 OWNER_SKILL_KEY = "a2a-net/skill"
 #: Task metadata: model use of the agent for this task,

@@ -1,7 +1,8 @@
 """A streaming agent: a WORKING status first, then the answer word by word into one artifact.
 
 The skill is an async generator: each value it yields becomes a chunk appended to one
-artifact (the last chunk is flagged ``lastChunk``) and the task completes when it returns.
+artifact as soon as it is yielded, and when the generator returns an empty chunk flagged
+``lastChunk`` closes the artifact and the task completes.
 A client that streams (``SendStreamingMessage``) can show the answer as it is written; one
 that does not gets the finished task with the whole artifact.
 

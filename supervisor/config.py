@@ -12,12 +12,13 @@ Every section and option is described in ``supervisor/README.md``.
 
 from __future__ import annotations
 
+import difflib
 import os
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
@@ -471,13 +472,43 @@ def _clean_loc(loc: Sequence[int | str]) -> list[int | str]:
     return [p for p in loc if not (isinstance(p, str) and (p.startswith(("function-", "list[")) or p == "str"))]
 
 
+def _models_in(annotation: Any) -> list[type[BaseModel]]:
+    """The models an annotation holds (``Model``, ``Model | None``, ``list[Model]``, ``dict[str, Model]``)."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return [annotation]
+    return [model for arg in get_args(annotation) for model in _models_in(arg)]
+
+
+def _options_at(title: str, loc: Sequence[int | str]) -> list[str]:
+    """The option names the model at ``loc`` (below the model named ``title``) knows: what an
+    unknown option there was most likely meant to be."""
+    models: list[type[BaseModel]] = [m for m in _all_models() if m.__name__ == title]
+    for part in loc:
+        fields = [m.model_fields[part] for m in models if isinstance(part, str) and part in m.model_fields]
+        if fields:  # else a list index or a mapping's key: the same models hold the options below
+            models = [model for field in fields for model in _models_in(field.annotation)]
+    return [name for model in models for name in model.model_fields]
+
+
+def _all_models() -> list[type[BaseModel]]:
+    found: list[type[BaseModel]] = []
+    pending: list[type[BaseModel]] = [_Model]
+    while pending:
+        model = pending.pop()
+        found.append(model)
+        pending.extend(model.__subclasses__())
+    return found
+
+
 def _issues(exc: ValidationError, root: yaml.Node | None) -> list[ConfigIssue]:
     issues = []
     for error in exc.errors(include_url=False):
         loc = _clean_loc(error["loc"])
         message = error["msg"].removeprefix("Value error, ")
         if error["type"] == "extra_forbidden":
-            message = f"unknown option {loc[-1]!r} (check the spelling; see supervisor/README.md)"
+            best = difflib.get_close_matches(str(loc[-1]), _options_at(exc.title, loc[:-1]), n=1, cutoff=0.6)
+            hint = f"did you mean {best[0]!r}?" if best else "check the spelling; see supervisor/README.md"
+            message = f"unknown option {loc[-1]!r} ({hint})"
         issues.append(ConfigIssue(_dotted(loc), _node_line(root, loc), message))
     return sorted(issues, key=lambda i: i.line or 0)
 

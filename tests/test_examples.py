@@ -82,8 +82,10 @@ async def test_streaming_agent_streams_words_after_a_working_status(storyteller:
     assert events[1].status.message is not None and events[1].status.message.text == "Writing about the sea"
     chunks = [e for e in events if isinstance(e, TaskArtifactUpdateEvent)]
     expected = module.answer_for("the sea")
-    assert len(chunks) == len(expected.split(" ")) > 10, "one chunk per word"
+    # One chunk per word, each sent when yielded; an empty one flagged lastChunk closes the artifact.
+    assert len(chunks) == len(expected.split(" ")) + 1 > 10, "one chunk per word, then the closing one"
     assert "".join(str(c.artifact.parts[0].text) for c in chunks) == expected
+    assert chunks[-1].artifact.parts[0].text == ""
     assert len({c.artifact.artifact_id for c in chunks}) == 1, "all chunks go into one artifact"
     assert [c.append for c in chunks] == [False] + [True] * (len(chunks) - 1)
     assert [c.last_chunk for c in chunks] == [False] * (len(chunks) - 1) + [True]
@@ -144,6 +146,65 @@ async def test_input_required_agent_reacts_to_cancel_while_working(
     assert canceled.status.message.text == "Canceled before Grace was greeted"
 
 
+# ---- examples/graph_agent.py ---------------------------------------------------------------
+
+
+@pytest.fixture
+async def graph_greeter(binding: str) -> AsyncIterator[Running]:
+    async with _running("graph_agent.py", binding) as running:
+        yield running
+
+
+def _artifact_text(task: Task) -> str:
+    [artifact] = task.artifacts or []
+    return "".join(p.text for p in artifact.parts if isinstance(p.text, str))
+
+
+async def test_graph_agent_asks_through_interrupt_and_resumes_with_the_answer(graph_greeter: Running) -> None:
+    client = graph_greeter.client
+    async with asyncio.timeout(LIMIT):
+        events = [event.payload async for event in client.stream("hello")]
+        asked = events[-1]
+        assert isinstance(asked, TaskStatusUpdateEvent), events
+        assert asked.status.state == TaskState.INPUT_REQUIRED
+        assert asked.status.message is not None and asked.status.message.text == "What is your name?"
+        done = await client.send("Ada", task_id=asked.task_id)
+    assert isinstance(done, Task) and done.id == asked.task_id
+    assert done.status.state == TaskState.COMPLETED
+    assert _artifact_text(done) == "Hello, Ada! You said: hello"
+
+
+async def test_graph_agent_publishes_each_node_as_working(graph_greeter: Running) -> None:
+    client = graph_greeter.client
+    async with asyncio.timeout(LIMIT):
+        asked = await client.send("hi")
+        assert isinstance(asked, Task)
+        events = [event.payload async for event in client.stream("Grace", task_id=asked.id)]
+    working = [
+        e.status.message.text
+        for e in events
+        if isinstance(e, TaskStatusUpdateEvent) and e.status.state == TaskState.WORKING and e.status.message
+    ]
+    assert working == ["ask_name", "greet"]
+    assert isinstance(events[-1], TaskStatusUpdateEvent) and events[-1].status.state == TaskState.COMPLETED
+
+
+async def test_graph_agent_continues_the_conversation_of_a_context(graph_greeter: Running) -> None:
+    client = graph_greeter.client
+    async with asyncio.timeout(LIMIT):
+        asked = await client.send("hello")
+        assert isinstance(asked, Task)
+        await client.send("Ada", task_id=asked.id)
+        # A new task in the same conversation: the graph's thread remembers the name.
+        again = await client.send("how are you?", context_id=asked.context_id)
+        # Another conversation starts afresh.
+        stranger = await client.send("hello")
+    assert isinstance(again, Task) and again.id != asked.id
+    assert again.status.state == TaskState.COMPLETED
+    assert _artifact_text(again) == "Hello, Ada! You said: how are you?"
+    assert isinstance(stranger, Task) and stranger.status.state == TaskState.INPUT_REQUIRED
+
+
 # ---- examples/client.py --------------------------------------------------------------------
 
 
@@ -181,6 +242,6 @@ async def test_client_script_talks_to_the_echo_agent(echo_server: A2AServer, bin
 
 
 def test_examples_say_what_they_show() -> None:
-    for name in ("streaming_agent.py", "input_required_agent.py", "client.py"):
+    for name in ("streaming_agent.py", "input_required_agent.py", "graph_agent.py", "client.py"):
         module = _load(name)
         assert module.__doc__ and len(module.__doc__.strip().splitlines()) > 2, f"{name} needs a docstring"

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from .. import __version__
+from .output import binding_name
 
 if TYPE_CHECKING:
     from ..server import A2AServer
@@ -23,16 +24,8 @@ def print_banner(server: A2AServer, url: str, *, store: str, auth: Sequence[str]
     bound = server.bound_url or url
     lines.append(f"  listening on {bound.removeprefix('http://')}" + (f" (public URL {url})" if bound != url else ""))
     lines.append(f"  card at {url}{CARD_PATH}")
-    lines += [f"  {_binding_name(i.protocol_binding):<10} {i.url}" for i in card.supported_interfaces]
-    lines.append(f"  tasks in {store}")
+    lines += [f"  {binding_name(i.protocol_binding):<10} {i.url}" for i in card.supported_interfaces]
+    lines.append("  tasks in memory (gone when the server stops)" if store == "memory:" else f"  tasks in {store}")
     lines.append(f"  auth: {', '.join(auth)}" if auth else "  auth: off (anyone who can reach the port may call it)")
     lines.append(f"  a2a-net {__version__}; Ctrl-C stops")
     print("\n".join(lines), flush=True)
-
-
-def _binding_name(binding: str) -> str:
-    """``WEBSOCKET`` for ``https://a2a-net.dev/bindings/websocket/v1``; the standard names as they are."""
-    if "://" not in binding:
-        return binding
-    parts = [p for p in binding.split("/") if p]
-    return (parts[-2] if len(parts) >= 2 else binding).upper()

@@ -13,8 +13,9 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from ..client import A2AClient, RetryPolicy, credentials_from_env
+from ..errors import RequestTimeoutError
 from ..transport.targets import STDIO_PREFIX, stdio_argv
-from ..types import Part, StreamResponse, TaskState
+from ..types import Message, Part, StreamResponse, Task, TaskState
 from .live import StreamView
 from .options import UsageError
 from .output import print_json, show
@@ -102,7 +103,26 @@ async def _answer() -> str:
         return ""
 
 
+#: Why no later command can reach a task of a ``stdio:`` target: the agent runs as this
+#: command's child, and stops with it.
+_STDIO_TASK_GONE = (
+    "a stdio: agent runs as this command's child and stops with it, so a later a2a command starts "
+    "a new agent that does not know the task (unless the agent keeps its tasks in a durable --store)"
+)
+
+
+def _over_stdio(args: argparse.Namespace) -> bool:
+    return str(args.url).startswith(STDIO_PREFIX)
+
+
 def _how_to_answer(args: argparse.Namespace, task_id: str) -> None:
+    if _over_stdio(args):
+        print(
+            f"the task waits for input; {_STDIO_TASK_GONE}: answer it at a terminal, where a2a send asks "
+            "for the answer, or serve the agent over HTTP",
+            file=sys.stderr,
+        )
+        return
     flags = " --stream" if args.stream else ""
     print(
         f'the task waits for input; answer with: a2a send {shlex.quote(args.url)} "..." --task-id {task_id}{flags}',
@@ -119,14 +139,7 @@ async def _send(client: A2AClient, args: argparse.Namespace) -> int:
         if args.stream:
             result, task_id, context_id = await _stream_send(client, args, content, task_id, context_id, arguments)
         else:
-            result = await client.send(
-                content,
-                task_id=task_id,
-                context_id=context_id,
-                return_immediately=args.no_wait,
-                skill=args.skill,
-                arguments=arguments,
-            )
+            result = await _send_once(client, args, content, task_id, context_id, arguments)
             (print_json if args.json else show)(result)
             task_id = getattr(result, "id", task_id)
             context_id = getattr(result, "context_id", context_id)
@@ -141,6 +154,92 @@ async def _send(client: A2AClient, args: argparse.Namespace) -> int:
             _how_to_answer(args, task_id)
             return 0
         data = arguments = None  # the answer is text
+
+
+#: The exit status of a blocking ``a2a send`` whose task outlasted ``--timeout``: the task goes
+#: on, and its id and the commands that follow it are on stderr (124, as timeout(1) exits).
+EXIT_STILL_RUNNING = 124
+
+
+class _StillRunning(Exception):
+    """A blocking send's task outlasted --timeout."""
+
+    def __init__(self, task_id: str) -> None:
+        super().__init__(task_id)
+        self.task_id = task_id
+
+
+async def _send_once(
+    client: A2AClient,
+    args: argparse.Namespace,
+    content: str | list[Part],
+    task_id: str | None,
+    context_id: str | None,
+    arguments: dict[str, Any] | None,
+) -> Any:
+    """What a send answers: the agent's message, or its task (as it stands, with --no-wait).
+
+    Waiting for a task that may outlast --timeout, the CLI must know the task's id before the
+    answer comes, to say how to reach the task afterwards: an agent that streams is therefore
+    followed as a stream (its first event names the task), and the task is fetched when the
+    stream ends. An agent that does not stream is sent a plain blocking SendMessage.
+    """
+    card = await client.get_card()
+    if args.no_wait or not card.capabilities.streaming:
+        try:
+            return await client.send(
+                content,
+                task_id=task_id,
+                context_id=context_id,
+                return_immediately=args.no_wait,
+                skill=args.skill,
+                arguments=arguments,
+            )
+        except RequestTimeoutError as exc:
+            raise RequestTimeoutError(
+                f"{exc}; the task goes on if the agent made one (send with --no-wait to get its id at once)"
+            ) from exc
+    events = client.stream(content, task_id=task_id, context_id=context_id, skill=args.skill, arguments=arguments)
+    named: str | None = task_id
+    last: Any = None
+    try:
+        async with asyncio.timeout(args.timeout):
+            async for event in events:
+                last = event.payload
+                named = _task_id_of(last) or named
+    except TimeoutError:
+        if named is None:
+            raise RequestTimeoutError(f"the agent named no task within {args.timeout}s") from None
+        raise _StillRunning(named) from None
+    finally:
+        await events.aclose()  # type: ignore[attr-defined]
+    if named is None or (isinstance(last, Message) and last.task_id is None):
+        return last  # a plain reply: no task
+    return await client.get_task(named)
+
+
+def _task_id_of(payload: Any) -> str | None:
+    if isinstance(payload, Task):
+        return payload.id
+    found = getattr(payload, "task_id", None)
+    return found if isinstance(found, str) and found else None
+
+
+def _still_running(args: argparse.Namespace, task_id: str) -> int:
+    if _over_stdio(args):
+        print(
+            f"a2a: task {task_id} did not finish within --timeout {args.timeout:g}s; {_STDIO_TASK_GONE}",
+            file=sys.stderr,
+        )
+        return EXIT_STILL_RUNNING
+    url = shlex.quote(args.url)
+    print(
+        f"a2a: task {task_id} did not finish within --timeout {args.timeout:g}s and goes on: "
+        f"a2a get {url} {task_id} shows it, a2a subscribe {url} {task_id} follows it, "
+        f"a2a cancel {url} {task_id} cancels it",
+        file=sys.stderr,
+    )
+    return EXIT_STILL_RUNNING
 
 
 class _Interrupted(Exception):
@@ -228,6 +327,8 @@ async def _interrupted(client: A2AClient, args: argparse.Namespace, task_id: str
     elif getattr(args, "cancel_on_interrupt", False):
         task = await client.cancel_task(task_id)
         print(f"a2a: task {task_id} {_state_word(task.status.state)}", file=sys.stderr)
+    elif _over_stdio(args):
+        print(f"a2a: stopped watching task {task_id}; {_STDIO_TASK_GONE}", file=sys.stderr)
     else:
         print(
             f"a2a: stopped watching task {task_id}, which goes on: a2a cancel {url} {task_id} cancels it, "
@@ -270,6 +371,8 @@ async def client_command(args: argparse.Namespace) -> int:
         return await _command(args)
     except _Interrupted:
         return 130
+    except _StillRunning as still:
+        return _still_running(args, still.task_id)
 
 
 async def _command(args: argparse.Namespace) -> int:

@@ -1,7 +1,8 @@
 """The ``a2a`` command: serve an agent, or talk to one.
 
 Every failure is one line on stderr and a non-zero exit: 1 for an error from the agent or
-the network, 2 for a usage error, 130 when interrupted.
+the network, 2 for a usage error, 130 when interrupted; 124 when a blocking ``a2a send``
+outlasts ``--timeout`` (the task goes on; its id and the commands that reach it are printed).
 
 Only what a subcommand needs is imported, when it runs: ``a2a send`` never loads the server,
 ``a2a serve`` never loads httpx's client, and neither loads LangGraph.
@@ -42,7 +43,33 @@ DEFAULT_SSE_HEARTBEAT = 15.0
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse, with a usage error in one line (argparse prints the usage first)."""
+    """argparse, with a usage error in one line (argparse prints the usage first), and flags
+    allowed between the positional arguments of a command (``a2a send URL --skill lookup A100``).
+
+    Plain argparse gives an optional positional (``send``'s TEXT) its default as soon as the
+    first flag after the one before it is seen, and then has no place for the word after the
+    flag. Every command is therefore parsed the intermixed way: its flags first, then its
+    positional arguments from the words left. A parser for which that cannot work (one with
+    subcommands, like ``a2a`` or ``a2a push``) is parsed the plain way.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._intermixing = False
+
+    def parse_known_args(  # type: ignore[override]
+        self, args: Sequence[str] | None = None, namespace: argparse.Namespace | None = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        if self._intermixing:  # the two passes of the intermixed parse
+            return super().parse_known_args(args, namespace)
+        self._intermixing = True
+        try:
+            return super().parse_known_intermixed_args(args, namespace)
+        except TypeError:  # subcommands (or a REMAINDER): refused before anything is parsed
+            self._intermixing = False
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._intermixing = False
 
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: {_with_hint(message)} (see {self.prog} --help)\n")

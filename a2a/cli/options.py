@@ -25,8 +25,8 @@ def unknown_option_message(parser: argparse.ArgumentParser, extra: Sequence[str]
     """``unknown option --strem (did you mean --stream?)`` for the first word argparse left over."""
     word = extra[0]
     if word == "--":
-        # argparse passes an optional argument by (``a2a send URL --json -- -hi``: TEXT was
-        # taken as empty before the flags), and then nothing after ``--`` has a place.
+        # Left over only by a parser that is not parsed the intermixed way (see main._Parser):
+        # an optional argument passed by, and then nothing after ``--`` has a place.
         return "'--' came after the options: put them first, then the arguments, '--' before one that begins with '-'"
     if not word.startswith("-"):
         return f"unexpected argument {word!r}"
@@ -98,7 +98,12 @@ def _connection_options(cmd: argparse.ArgumentParser) -> None:
     cmd.add_argument("--token", help="bearer token (default: $A2A_TOKEN)")
     cmd.add_argument("--api-key", help="API key (default: $A2A_API_KEY)")
     cmd.add_argument("--binding", choices=["JSONRPC", "HTTP+JSON", "WEBSOCKET"], help="use this interface of the card")
-    cmd.add_argument("--timeout", type=float, default=60.0, help="seconds per call (default 60)")
+    cmd.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds per call (default 60); a send whose task outlasts it prints the task's id and exits 124",
+    )
     cmd.add_argument("--retries", type=int, default=4, help="attempts for retryable failures (default 4)")
     cmd.add_argument(
         "--idle-timeout",

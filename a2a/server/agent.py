@@ -16,8 +16,9 @@ validated (-32602 names a bad argument); their JSON Schema is published in the c
 ``SKILL_ARGUMENTS_EXTENSION`` extension). A signature that cannot be served is a ``TypeError``
 when the skill is decorated. A skill may return text, JSON data, ``Part``s (the task
 completes with them as an artifact), a ``Message`` (a plain reply, no task) or ``None``; it may
-be a generator whose chunks stream into one artifact; if it raises, the task fails with the
-exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
+be a generator whose chunks stream into one artifact, each published as soon as it is
+yielded (an empty chunk flagged ``lastChunk`` closes the artifact when the generator returns);
+if it raises, the task fails with the exception's message. The full case subclasses ``Agent`` and overrides ``execute``.
 
 Task or message: by default a message creates its task at once (SUBMITTED, saved, the first
 stream event), so slow work can be listed, fetched and cancelled before it publishes anything.
@@ -39,7 +40,7 @@ from typing import Any
 import msgspec
 
 from ..errors import InvalidParamsError
-from ..metadata import OWNER_SKILL_KEY, SKILL_KEY
+from ..metadata import OWNER_SKILL_KEY, SKILL_ARGUMENTS_EXTENSION, SKILL_KEY
 from ..types import (
     AgentCapabilities,
     AgentCard,
@@ -58,10 +59,11 @@ __all__ = ["Agent", "Skill", "SkillParameters", "SKILL_ARGUMENTS_EXTENSION", "SK
 
 #: Message metadata key naming the skill to run when an agent has several.
 SKILL_METADATA_KEY = SKILL_KEY
-#: The card extension whose ``params.skills`` maps a skill id to the JSON Schema of its arguments.
-SKILL_ARGUMENTS_EXTENSION = "https://a2a-net.dev/extensions/skill-arguments/v1"
 
 SkillFunction = Callable[..., Any]
+
+#: What closes a generator skill's artifact: an empty text chunk, flagged ``lastChunk``.
+CLOSING_CHUNK = ""
 
 
 def skill_arguments(message: Message) -> dict[str, Any] | None:
@@ -154,18 +156,20 @@ async def _aiter(gen: Iterator[Any]) -> AsyncIterator[Any]:
 
 
 async def _stream_chunks(ctx: RequestContext, chunks: AsyncIterator[Any]) -> None:
-    """Each chunk is appended to one artifact; one chunk is held back so the last gets ``lastChunk``."""
+    """Each chunk is appended to one artifact the moment it is yielded; when the generator
+    returns, an empty closing chunk flagged ``lastChunk`` says the artifact is whole.
+
+    No chunk is held back to flag the last one: a skill that yields and then works delivers
+    what it yielded at once, and a task cancelled meanwhile keeps every chunk yielded before.
+    """
     artifact_id: str | None = None
-    pending: Any = None
-    have_pending = False
     async for chunk in chunks:
-        if have_pending:
-            artifact_id = await ctx.artifact(pending, artifact_id=artifact_id, append=artifact_id is not None)
-        pending, have_pending = chunk, True
-    if have_pending:
-        await ctx.artifact(pending, artifact_id=artifact_id, append=artifact_id is not None, last_chunk=True)
-    if not ctx.finished:
-        await ctx.complete()
+        artifact_id = await ctx.artifact(chunk, artifact_id=artifact_id, append=artifact_id is not None)
+    if ctx.finished:  # the skill ended the task itself
+        return
+    if artifact_id is not None:
+        await ctx.artifact(CLOSING_CHUNK, artifact_id=artifact_id, append=True, last_chunk=True)
+    await ctx.complete()
 
 
 async def _publish_result(ctx: RequestContext, result: Any) -> None:
@@ -312,6 +316,28 @@ class Agent:
     #: A ``handler`` or overridden ``execute`` may answer with a plain ``Message``: its task is
     #: then created at its first task event instead of at once (skills declare it themselves).
     replies: bool = False
+
+    @classmethod
+    def from_graph(
+        cls,
+        graph: Any,
+        name: str,
+        description: str = "",
+        *,
+        input: Callable[[RequestContext], Any] | None = None,  # noqa: A002 - the graph's own word for it
+        output: Callable[[Any], Any] | None = None,
+        **options: Any,
+    ) -> Agent:
+        """An agent that runs a compiled LangGraph graph for each message (``a2a.server.graph_agent``
+        says how: input, WORKING updates, ``interrupt()`` as INPUT_REQUIRED, the contextId as the
+        checkpointer thread). ``input`` builds the graph's input from the ``RequestContext``,
+        ``output`` the artifact from its final state; ``options`` are this class's fields.
+        Needs langgraph (``pip install 'a2a-net[supervisor]'``)."""
+        from .graph_agent import graph_agent, message_input, message_output
+
+        return graph_agent(
+            graph, name, description, input=input or message_input, output=output or message_output, **options
+        )
 
     def skill(
         self,

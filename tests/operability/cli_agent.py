@@ -2,7 +2,7 @@
 
 Skills: ``lookup`` (a KeyError for an unknown key), ``words`` (streams words, slowly enough that
 a reader can leave in the middle), ``book`` (asks for input, then completes), ``think`` (silent
-for a while, then answers).
+for a while, then answers), ``order`` (typed arguments, answered with two artifacts, one named).
 """
 
 import asyncio
@@ -41,3 +41,10 @@ async def book(ctx: RequestContext) -> None:
 async def think(text: str) -> str:
     await asyncio.sleep(float(text or "2"))
     return "thought"
+
+
+@agent.skill()
+async def order(ctx: RequestContext, item: str, quantity: int = 1, note: str | None = None) -> None:
+    await ctx.artifact(f"{quantity} x {item}")
+    await ctx.artifact({"item": item, "quantity": quantity, "note": note}, name="receipt")
+    await ctx.complete()

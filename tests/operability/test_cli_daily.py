@@ -122,7 +122,7 @@ def test_the_banner_says_where_what_and_how_protected() -> None:
     assert "  card at https://agents.example/cli/.well-known/agent-card.json" in text
     for binding in ("JSONRPC", "HTTP+JSON", "WEBSOCKET"):
         assert f"  {binding}" in text
-    assert "  tasks in memory:" in text
+    assert "  tasks in memory (gone when the server stops)" in text
     assert "  auth: off" in text
 
 

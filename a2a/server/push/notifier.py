@@ -475,7 +475,8 @@ class PushNotifier:
             log.info("push: registration of %s refused: %s", _origin(url), exc.refusal)
             raise InvalidParamsError(
                 f"push notification url refused: its host is, or resolves to, an address in a forbidden range "
-                f"({exc.refusal.range.name}); the server's operator can admit it with the push allow-list"
+                f"({exc.refusal.range.name}); the server's operator can admit it with the push allow-list "
+                "(a2a serve --push-allow CIDR,HOST; push_allow= in Python)"
             ) from exc
         except UnresolvableTargetError as exc:
             raise InvalidParamsError("push notification url refused: its host name does not resolve") from exc
