@@ -115,82 +115,9 @@ KNOWN_PRIVATE = frozenset(
 #: Justified exceptions, by file: {(rule, what): "why; versions checked"}. Keep it short.
 ALLOWED: dict[str, dict[tuple[str, str], str]] = {}
 
-# ---- TEMPORARY ---------------------------------------------------------------------------
-# The HTTP server's offenders (aiohttp 3.14.5), being removed by the rewrite of its internals
-# (issue 35: the fast path, JsonAnswer's half-built responses, the connection guard's reach
-# into RequestHandler, the Server header hook). Empty this section file by file as they go;
-# the test fails on an entry that no longer matches anything. Nothing may be added here.
-TEMPORARY: dict[str, frozenset[tuple[str, str]]] = {
-    "a2a/server/app.py": frozenset(
-        {
-            ("import", "from aiohttp.http import RawRequestMessage"),
-            ("import", "from aiohttp.streams import StreamReader"),
-            ("import", "from aiohttp.web_protocol import RequestHandler"),
-            ("subclass", "_Runner overrides _make_server"),
-            ("subclass", "super()._make_server"),
-        }
-    ),
-    "a2a/server/connections.py": frozenset(
-        {
-            ("by-string", "getattr(payload, '_buffer')"),
-            ("by-string", "getattr(payload, '_buffer_offset')"),
-            ("import", "from aiohttp.http import HttpVersion11"),
-            ("import", "from aiohttp.http_exceptions import HttpProcessingError, LineTooLong"),
-            ("import", "from aiohttp.http_parser import RawRequestMessage"),
-            ("import", "from aiohttp.streams import EMPTY_PAYLOAD, StreamReader"),
-            ("import", "from aiohttp.web_protocol import ERROR"),
-            ("import", "from aiohttp.web_protocol import RequestHandler"),
-            ("subclass", "self._close"),
-            ("subclass", "self._drain_helper"),
-            ("subclass", "self._force_close"),
-            ("subclass", "self._handler_waiter"),
-            ("subclass", "self._keepalive_handle"),
-            ("subclass", "self._kwargs"),
-            ("subclass", "self._loop"),
-            ("subclass", "self._manager"),
-            ("subclass", "self._messages"),
-            ("subclass", "self._parser"),
-            ("subclass", "self._paused"),
-            ("subclass", "self._request_count"),
-            ("subclass", "self._request_factory"),
-            ("subclass", "self._request_in_progress"),
-            ("subclass", "self._upgraded"),
-            ("subclass", "self._waiter"),
-        }
-    ),
-    "a2a/server/json_answer.py": frozenset(
-        {
-            ("import", "from aiohttp.http import HttpVersion11"),
-            ("known-private", "request._payload_writer"),
-            ("subclass", "JsonAnswer.__init__ never calls the base __init__"),
-            ("subclass", "self._body"),
-            ("subclass", "self._body_length"),
-            ("subclass", "self._chunked"),
-            ("subclass", "self._compression"),
-            ("subclass", "self._cookies"),
-            ("subclass", "self._eof_sent"),
-            ("subclass", "self._keep_alive"),
-            ("subclass", "self._must_be_empty_body"),
-            ("subclass", "self._payload_writer"),
-            ("subclass", "self._reason"),
-            ("subclass", "self._req"),
-            ("subclass", "self._status"),
-        }
-    ),
-    "a2a/server/routing.py": frozenset(
-        {
-            ("import", "from aiohttp.http import HttpVersion11"),
-            ("import", "from aiohttp.typedefs import Middleware"),
-        }
-    ),
-    "a2a/server/server_header.py": frozenset(
-        {
-            ("subclass", "ServedRequest overrides _prepare_hook"),
-            ("subclass", "super()._prepare_hook"),
-        }
-    ),
-}
-# ---- end of TEMPORARY ----------------------------------------------------------------------
+# The HTTP server's offenders (the fast path, JsonAnswer's half-built responses, the connection
+# guard's reach into RequestHandler, the Server header hook) are gone: none is allowed any more.
+TEMPORARY: dict[str, frozenset[tuple[str, str]]] = {}
 
 
 def _watched(module: str) -> bool:
