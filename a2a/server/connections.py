@@ -31,6 +31,7 @@ import logging
 import re
 import time
 from collections.abc import Callable
+from typing import cast
 
 from aiohttp import web
 
@@ -249,13 +250,13 @@ class GuardedConnection(asyncio.Protocol):
     # ---- the transport's events, forwarded ------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
-        assert isinstance(transport, asyncio.Transport)
-        self._transport = transport
+        # A transport of the running loop's kind (uvloop's are not asyncio.Transport subclasses).
+        self._transport = cast(asyncio.Transport, transport)
         peer = transport.get_extra_info("peername")
         client = str(peer[0]) if isinstance(peer, tuple) and peer else "-"
         if not self._guard.admit(self, client):
-            transport.write(self._guard.refusal)
-            transport.close()
+            self._transport.write(self._guard.refusal)
+            self._transport.close()
             self._closed = True
             return
         self._client = client

@@ -96,7 +96,7 @@ async def test_credentials_are_not_sent_to_an_interface_on_another_origin(monkey
         assert elsewhere.url is not None
         lying = A2AServer(worker("A"), config=ServerConfig(port=0, public_url=elsewhere.url))
         async with lying:
-            host = f"http://127.0.0.1:{lying._runner.addresses[0][1]}"  # type: ignore[union-attr]
+            host = lying.bound_url
             sup = Supervisor(
                 [{"name": "A", "url": host, "auth": {"type": "bearer", "token": "s3cret"}}],
                 checkpoint={"backend": "memory"},
