@@ -55,13 +55,24 @@ _HOMES = {
 
 def __getattr__(name: str) -> Any:
     if name in ("errors", "types"):
-        value: Any = importlib.import_module(f".{name}", __name__)
+        value: Any = _import(f".{name}")
     elif name in _HOMES:
-        value = getattr(importlib.import_module(_HOMES[name], __name__), name)
+        value = getattr(_import(_HOMES[name]), name)
     else:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     globals()[name] = value
     return value
+
+
+def _import(module: str) -> Any:
+    """Import ``module`` (relative to this package) for a lazy name. An ``AttributeError`` raised
+    while importing it (a dependency without a name we use, e.g. too old a version) becomes an
+    ``ImportError`` that says so: ``from a2a import Agent`` would otherwise turn it into "cannot
+    import name 'Agent'" and hide it. Import errors pass through as they are."""
+    try:
+        return importlib.import_module(module, __name__)
+    except AttributeError as exc:
+        raise ImportError(f"importing {__name__}{module} failed: {type(exc).__name__}: {exc}") from exc
 
 
 __all__ = [

@@ -13,3 +13,9 @@ explanation, never a made-up answer.
 - ``agents.files``: read, write, edit, list, delete inside one workspace directory.
 - ``agents.code``: run Python in a separate process with time, CPU, memory and output limits.
 """
+
+from a2a.extras import require
+
+# Every built-in agent needs the agents extra (pydantic for its tools' arguments, and more): say
+# so in one line when an agent module is imported without it.
+require("the built-in agents", "agents")

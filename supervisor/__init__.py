@@ -15,6 +15,8 @@ HTTP, WebSocket, stdio and in-process agents look the same. Configuration: ``sup
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from a2a.extras import needs_extra
+
 if TYPE_CHECKING:
     from . import events
     from .config import (
@@ -48,11 +50,12 @@ _MODULES = (".config", ".delegation_record", ".result", ".supervisor")
 def __getattr__(name: str) -> Any:
     if name not in __all__:
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    if name == "events":
-        value: Any = importlib.import_module(".events", __name__)
-    else:
-        modules = (importlib.import_module(m, __name__) for m in _MODULES)
-        value = next(getattr(m, name) for m in modules if name in m.__all__)
+    with needs_extra("the supervisor package", "supervisor"):
+        if name == "events":
+            value: Any = importlib.import_module(".events", __name__)
+        else:
+            modules = (importlib.import_module(m, __name__) for m in _MODULES)
+            value = next(getattr(m, name) for m in modules if name in m.__all__)
     globals()[name] = value
     return value
 

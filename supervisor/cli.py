@@ -26,7 +26,10 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, TypeAlias
 
 # Only what building the parser needs is imported here: the a2a command imports this module for
-# every invocation, and LangGraph is loaded only when a run starts.
+# every invocation, and LangGraph is loaded only when a run starts (without the supervisor extra
+# the command is still listed, and says how to install it when run).
+from a2a.extras import require
+
 from .strategy import STRATEGIES
 
 if TYPE_CHECKING:
@@ -289,6 +292,7 @@ def _request_of(exc: BaseException) -> str:
 
 async def run(args: argparse.Namespace) -> int:
     """The ``supervise`` command; returns the exit status."""
+    require("a2a supervise", "supervisor")
     from .config import ConfigError
     from .supervisor import RunExistsError, RunNotFoundError, Supervisor
 

@@ -63,6 +63,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from a2a.extras import require
 from a2a.process import ChildProcess
 
 if TYPE_CHECKING:
@@ -565,6 +566,7 @@ async def _cleanup(out: Output, started: _Started) -> list[str]:
 
 async def run(args: argparse.Namespace) -> int:
     """The ``demo`` command; returns the exit status."""
+    require("a2a demo", "supervisor", "agents")  # the supervisor, and the agents it starts
     from .config import ConfigError
 
     out = Output(bool(args.json))

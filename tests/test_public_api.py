@@ -120,6 +120,7 @@ PINNED: dict[str, set[str]] = {
         "error_for_code",
     },
     "a2a.loader": {"AgentLoadError", "load_agent", "load_object"},
+    "a2a.extras": {"EXTRAS", "MissingExtra", "install_command", "needs_extra", "require"},
     "a2a.backoff": {"MAX_RETRY_AFTER", "Backoff", "parse_retry_after"},
     "a2a.client": {
         "A2AClient",

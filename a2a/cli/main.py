@@ -464,6 +464,7 @@ def _command_word(words: Sequence[str]) -> str | None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     from ..errors import A2AError, ProtocolError
+    from ..extras import MissingExtra
     from ..loader import AgentLoadError
 
     words = list(sys.argv[1:] if argv is None else argv)
@@ -503,7 +504,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return _quiet_broken_pipe()
-    except (UsageError, AgentLoadError) as exc:
+    except (UsageError, AgentLoadError, MissingExtra) as exc:
         print(f"a2a: {exc}", file=sys.stderr)
         return 2
     except ProtocolError as exc:

@@ -55,6 +55,32 @@ def test_importing_a2a_loads_neither_client_nor_server() -> None:
     assert a2a.A2AClient.__name__ == "A2AClient"  # and the names still resolve, on first use
 
 
+@pytest.mark.parametrize(
+    ("raised", "shown"),
+    [
+        # Too old a dependency: a name we use is missing (what aiohttp < 3.14 did to a2a.server).
+        ("AttributeError(\"module 'msgspec' has no attribute 'Probe'\")", "module 'msgspec' has no attribute 'Probe'"),
+        ("ImportError(\"cannot import name 'Probe' from 'msgspec'\")", "cannot import name 'Probe' from 'msgspec'"),
+        ("ModuleNotFoundError(\"No module named 'msgspec'\", name='msgspec')", "No module named 'msgspec'"),
+    ],
+)
+@pytest.mark.parametrize("name", ["Agent", "A2AClient"])
+def test_a_dependency_that_fails_to_import_is_named(tmp_path: Path, raised: str, shown: str, name: str) -> None:
+    """``from a2a import Agent`` with a broken dependency reports the dependency's error, not
+    "cannot import name 'Agent'" (the lazy names are imported on first use)."""
+    fake = tmp_path / "msgspec"
+    fake.mkdir()
+    (fake / "__init__.py").write_text(f"raise {raised}\n")
+    env = {**os.environ, "PYTHONPATH": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-c", f"from a2a import {name}"], capture_output=True, text=True, cwd=ROOT, env=env, timeout=60
+    )
+    assert done.returncode == 1
+    last = done.stderr.strip().splitlines()[-1]
+    assert shown in last, done.stderr
+    assert f"cannot import name {name!r}" not in done.stderr
+
+
 def test_a_clash_is_one_line_naming_the_other_distribution(tmp_path: Path) -> None:
     """A fake ``a2a-sdk`` next to us on sys.path: importing a2a says so, in one line."""
     info = tmp_path / "a2a_sdk-0.3.0.dist-info"

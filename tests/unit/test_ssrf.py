@@ -423,9 +423,10 @@ def test_every_table_entry_is_a_network_with_a_reason() -> None:
     for forbidden in (*FORBIDDEN_IPV4, *FORBIDDEN_IPV6, *(e.range for e in EMBEDDING_IPV6)):
         assert forbidden.name
         assert forbidden.reference.startswith("RFC ")
-    assert {str(e.range.network) for e in EMBEDDING_IPV6} >= {
-        "::ffff:0:0/96", "::/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16",
-    }  # fmt: skip
+    # compared as networks: their text differs across versions (3.13 writes ::ffff:0.0.0.0/96)
+    assert {e.range.network for e in EMBEDDING_IPV6} >= {
+        ip_network(n) for n in ("::ffff:0:0/96", "::/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16")
+    }
 
 
 @pytest.mark.parametrize(

@@ -33,12 +33,15 @@ import hashlib
 from typing import Any
 
 import msgspec
-import redis.asyncio as aioredis
 
+from ...extras import needs_extra
 from ...protocol.codec import decoder_for, encode
 from ...types import TaskPushNotificationConfig
 from ..stores.redis_batch import RedisBatch
 from .store import Enqueued, PendingDelivery, PushConfigRecord, PushStore, QueueKey, queue_keys
+
+with needs_extra("the Redis backend", "redis"):
+    import redis.asyncio as aioredis
 
 __all__ = ["PushProbe", "RedisPushStore"]
 

@@ -22,8 +22,8 @@ from collections.abc import Awaitable, Mapping, Sequence
 from typing import Any
 
 import msgspec
-import redis.asyncio as aioredis
 
+from ...extras import needs_extra
 from ...protocol.codec import decoder_for, encode
 from ...types import Message, Task
 from ..backend import Backend, BackendURL
@@ -44,6 +44,9 @@ from ..store import (
 from .redis_batch import RedisBatch
 from .redis_bus import RedisEventBus
 from .redis_coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS, RedisCoordination
+
+with needs_extra("the Redis backend", "redis"):
+    import redis.asyncio as aioredis
 
 __all__ = ["RedisTaskStore", "open_redis_backend"]
 

@@ -31,9 +31,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import redis.asyncio as aioredis
-from redis.commands.core import AsyncScript
-from redis.exceptions import NoScriptError
+from ...extras import needs_extra
+
+with needs_extra("the Redis backend", "redis"):
+    import redis.asyncio as aioredis
+    from redis.commands.core import AsyncScript
+    from redis.exceptions import NoScriptError
 
 __all__ = ["RedisBatch"]
 

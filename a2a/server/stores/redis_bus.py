@@ -35,14 +35,16 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
-import redis.asyncio as aioredis
-
+from ...extras import needs_extra
 from ...protocol.codec import decoder_for
 from ...types import UNSET, StreamResponse
 from ..bus import DEFAULT_RETENTION_SECONDS, EventBus, is_final
 from ..events import EventLog, LoggedEvent, ends_stream
 from ..push.redis import PushProbe
 from .redis_batch import RedisBatch
+
+with needs_extra("the Redis backend", "redis"):
+    import redis.asyncio as aioredis
 
 __all__ = ["RedisEventBus"]
 

@@ -35,11 +35,13 @@ import logging
 import uuid
 from typing import Any
 
-import redis.asyncio as aioredis
-from redis.exceptions import RedisError
-
+from ...extras import needs_extra
 from ..coordination import RECOVERY_SWEEP_SECONDS, CancelHandler, Coordination, RecoverHandler
 from .redis_batch import RedisBatch
+
+with needs_extra("the Redis backend", "redis"):
+    import redis.asyncio as aioredis
+    from redis.exceptions import RedisError
 
 __all__ = ["HEARTBEAT_SECONDS", "LEASE_TTL_SECONDS", "RedisCoordination"]
 
