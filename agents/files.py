@@ -123,8 +123,10 @@ class Workspace:
         check_relative_path(rel)
         try:
             resolved = (self.root / rel).resolve()
-        except (RuntimeError, OSError) as exc:  # a symbolic link loop
+        except (RuntimeError, OSError) as exc:  # a symbolic link loop (Python 3.11, 3.12)
             raise ArgumentError(f"path {rel!r} cannot be resolved: {exc}", argument="path") from None
+        if _loops(resolved):  # Python 3.13 leaves the rest of the path as it is, without raising
+            raise ArgumentError(f"path {rel!r} cannot be resolved: a symbolic link loop", argument="path")
         return self._inside(rel, resolved)
 
     def resolve_entry(self, rel: str) -> Path:
@@ -140,6 +142,15 @@ class Workspace:
         if size > self.max_file_bytes:
             limit = human_size(self.max_file_bytes)
             raise ToolError(f"{what} is {size} bytes, over this workspace's limit of {limit} per file")
+
+
+def _loops(path: Path) -> bool:
+    """Whether following ``path`` goes round a loop of symbolic links."""
+    try:
+        path.stat()
+    except OSError as exc:
+        return exc.errno == errno.ELOOP
+    return False
 
 
 def _open_regular(path: Path, rel: str) -> int:

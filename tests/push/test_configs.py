@@ -100,13 +100,14 @@ async def test_a_sqlite_file_from_before_dialects_reads_its_configs_as_1_0(tmp_p
     """A push store file written before ``push_configs.dialect`` existed gets the column on
     open; its configs are 1.0's."""
     import sqlite3
+    from contextlib import closing
 
     from a2a.protocol.codec import encode
     from a2a.server.push.sqlite import SQLitePushStore
     from a2a.types import TaskPushNotificationConfig
 
     path = tmp_path / "old.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.execute(
             "CREATE TABLE push_configs (task_id TEXT NOT NULL, config_id TEXT NOT NULL, owner TEXT NOT NULL, "
             "tenant TEXT NOT NULL, failures INTEGER NOT NULL DEFAULT 0, failed INTEGER NOT NULL DEFAULT 0, "

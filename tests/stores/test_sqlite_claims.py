@@ -5,6 +5,7 @@ Until then the claim lives in memory, where a retry in this process finds it."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -17,7 +18,7 @@ from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 
 def _rows(path: Path) -> list[tuple[str, str | None, bytes | None]]:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return conn.execute("SELECT message_id, task_id, message FROM message_log ORDER BY message_id").fetchall()
 
 

@@ -8,6 +8,7 @@ import asyncio
 import sqlite3
 import time
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Literal
 
@@ -117,7 +118,7 @@ async def test_closing_commits_what_is_still_waiting_for_its_turns(tmp_path: Pat
     write = worker.submit(_insert("k"))
     await worker.close()
     assert write.done() and write.result() == "k"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         assert conn.execute("SELECT k FROM t").fetchall() == [("k",)]
 
 
@@ -191,7 +192,7 @@ async def test_a_reply_recorded_over_a_queued_claim_is_one_row(tmp_path: Path) -
         assert found is not None and found.message == reply
     finally:
         await store.close()
-    with sqlite3.connect(tmp_path / "tasks.db") as conn:
+    with closing(sqlite3.connect(tmp_path / "tasks.db")) as conn, conn:
         assert conn.execute("SELECT COUNT(*) FROM message_log").fetchone()[0] == 1
 
 
@@ -266,7 +267,7 @@ async def test_retention_sweeps_ended_tasks_and_old_records_only(tmp_path: Path)
 def _old_tasks_file(tmp_path: Path, index_sql: str) -> Path:
     """A store file as an earlier version wrote it: the tasks table and one index of its own."""
     path = tmp_path / "tasks.db"
-    with sqlite3.connect(path) as old:
+    with closing(sqlite3.connect(path)) as old, old:
         old.execute(
             "CREATE TABLE tasks (id TEXT PRIMARY KEY, owner TEXT NOT NULL, tenant TEXT NOT NULL, "
             "context_id TEXT, state TEXT NOT NULL, ts TEXT NOT NULL, last_seq INTEGER NOT NULL, body BLOB NOT NULL)"

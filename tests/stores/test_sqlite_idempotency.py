@@ -14,6 +14,7 @@ import sys
 import textwrap
 import time
 import uuid
+from contextlib import closing
 from pathlib import Path
 
 import pytest
@@ -29,13 +30,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _count(path: Path, table: str) -> int:
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         return int(conn.execute(f"SELECT COUNT(*) FROM {table}").fetchone()[0])  # fixed names only
 
 
 def _dangling(path: Path) -> int:
     """Index entries whose record is not in the log."""
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         sql = "SELECT COUNT(*) FROM message_keys k LEFT JOIN message_log l ON l.seq = k.seq WHERE l.seq IS NULL"
         return int(conn.execute(sql).fetchone()[0])
 
@@ -220,6 +221,7 @@ def test_a_row_rolled_back_is_not_taken_for_its_key() -> None:
     recent.write(conn, (*gone, "f", "t2", None, 2.0), fresh=False)  # written again: appended anew
     conn.execute("COMMIT")
     assert recent.find(conn, gone) == ("f", "t2", None) and recent.find(conn, kept) == ("f", "t1", None)
+    conn.close()
 
 
 async def test_the_sweep_deletes_expired_records_indexed_or_not(tmp_path: Path) -> None:
@@ -231,7 +233,7 @@ async def test_the_sweep_deletes_expired_records_indexed_or_not(tmp_path: Path) 
         appended = await _answered(store, 5)
         assert (_count(path, "message_log"), _count(path, "message_keys")) == (10, 5)
         assert await store.sweep(now=time.time() + 61) == 10
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             left = conn.execute("SELECT seq, owner, message_id, fingerprint, message FROM message_log").fetchall()
         assert left == [(10, "", "", "", None)], "the newest row emptied (it holds the log's counter)"
         assert _count(path, "message_keys") == 0
@@ -239,7 +241,7 @@ async def test_the_sweep_deletes_expired_records_indexed_or_not(tmp_path: Path) 
             assert await store.get_message(key) is None
         assert await store.sweep(now=time.time() + 61) == 0, "emptied once"
         later = await _answered(store, 2)
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             seqs = [row[0] for row in conn.execute("SELECT seq FROM message_log ORDER BY seq")]
         assert seqs == [10, 11, 12], "a new row's seq is past every seq used before"
         assert await store.index_new_records() == 2, "the records swept before a merge are not indexed"
@@ -284,7 +286,7 @@ CREATE TABLE messages (
 
 async def test_a_file_of_the_earlier_layout_is_moved_over_once(tmp_path: Path) -> None:
     path = tmp_path / "tasks.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(_EARLIER_LAYOUT)
         conn.executemany(
             "INSERT INTO messages VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -295,7 +297,7 @@ async def test_a_file_of_the_earlier_layout_is_moved_over_once(tmp_path: Path) -
         for i in range(3):
             found = await store.claim_message(("alice", "", f"m{i}#f"), IdempotencyRecord("f", task_id="new"))
             assert found is not None and found.task_id == f"t{i}", "a retry after the upgrade finds its task"
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             tables = {row[0] for row in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         assert "messages" not in tables
         assert (_count(path, "message_log"), _count(path, "message_keys")) == (3, 3)
@@ -373,7 +375,7 @@ async def test_keys_that_share_a_hash_are_told_apart(tmp_path: Path, monkeypatch
     try:
         keys = await _answered(store, 5)
         assert await store.index_new_records() == 5
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             assert {row[0] for row in conn.execute("SELECT h FROM message_keys")} == {7}
         await _all_found(store, keys)
         await store.update_message(keys[2], IdempotencyRecord("f", message=_reply("changed")))
@@ -410,7 +412,7 @@ CREATE TABLE message_keys_upto (seq INTEGER NOT NULL);
 async def test_a_log_of_the_interim_layout_gets_its_hashes_and_a_new_index(tmp_path: Path) -> None:
     # The log's first version (one day on main) indexed records by their whole key.
     path = tmp_path / "tasks.db"
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         conn.executescript(_INTERIM_LAYOUT)
         conn.executemany(
             "INSERT INTO message_log (owner, tenant, message_id, fingerprint, task_id, message, at) "
@@ -424,7 +426,7 @@ async def test_a_log_of_the_interim_layout_gets_its_hashes_and_a_new_index(tmp_p
         for i in range(3):
             found = await store.claim_message(("alice", "", f"m{i}#f"), IdempotencyRecord("f", task_id="new"))
             assert found is not None and found.task_id == f"t{i}"
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             hashes = sorted(row[0] for row in conn.execute("SELECT h FROM message_keys"))
         assert hashes == sorted(key_hash("alice", "", f"m{i}#f") for i in range(3))
     finally:

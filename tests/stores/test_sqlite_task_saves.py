@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import sqlite3
 from collections.abc import Callable
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ def send(text: str) -> SendMessageRequest:
 
 def _on_disk(path: Path, task_id: str) -> str | None:
     """The task's state as another connection reads the file (committed data only)."""
-    with sqlite3.connect(path) as conn:
+    with closing(sqlite3.connect(path)) as conn, conn:
         row = conn.execute("SELECT state FROM tasks WHERE id = ?", (task_id,)).fetchone()
     return None if row is None else str(row[0])
 
@@ -115,7 +116,7 @@ async def test_a_quick_task_and_its_claim_are_one_write(tmp_path: Path) -> None:
         assert isinstance(answer.task, Task) and answer.task.status.state == TaskState.COMPLETED
         assert ops == [("task", answer.task.id)], "the claim is written by the task's write"
         assert not store._pending_claims and not store._unwritten, "nothing kept once committed"
-        with sqlite3.connect(store.path) as conn:
+        with closing(sqlite3.connect(store.path)) as conn, conn:
             rows = conn.execute("SELECT task_id FROM message_log").fetchall()
         assert rows == [(answer.task.id,)]
         retried = await handler.send_message(request, NOBODY)

@@ -5,6 +5,7 @@ store; the SQLite store writes only what was added (its own test below)."""
 from __future__ import annotations
 
 import sqlite3
+from contextlib import closing
 from pathlib import Path
 
 import msgspec
@@ -71,14 +72,14 @@ async def test_sqlite_appends_what_was_added_and_compacts_a_finished_task(tmp_pa
             await store.save(record)
             if i <= INLINE_ITEMS:
                 continue  # a small task is written whole in its row
-            with sqlite3.connect(path) as conn:
+            with closing(sqlite3.connect(path)) as conn, conn:
                 sizes.append(conn.execute("SELECT length(body) FROM tasks WHERE id = 'g2'").fetchone()[0])
                 newest = conn.execute("SELECT length(parts) FROM task_parts ORDER BY seq DESC LIMIT 1").fetchone()[0]
             assert newest < 200, "a save writes the new chunk, not every chunk so far"
         assert sizes and max(sizes) == min(sizes), "the task's row does not grow with its parts"
         task.status = TaskStatus(state=TaskState.COMPLETED, timestamp="t1")
         await store.save(record)
-        with sqlite3.connect(path) as conn:
+        with closing(sqlite3.connect(path)) as conn, conn:
             assert conn.execute("SELECT COUNT(*) FROM task_parts WHERE task_id = 'g2'").fetchone()[0] == 1
     finally:
         await store.close()

@@ -541,11 +541,12 @@ class SQLiteWorker:
             self._queue.put(_STOP)
             await loop.run_in_executor(None, self._writer.join)
             self._writer = None
+        # The reads already handed to the reader thread finish first: one of them may be the
+        # one that opens its connection, which is then closed here too.
+        await loop.run_in_executor(None, self._reader.shutdown)
         if self._read_conn is not None:
-            conn = self._read_conn
-            await loop.run_in_executor(self._reader, conn.close)
+            self._read_conn.close()
             self._read_conn = None
-        self._reader.shutdown(wait=True)
         if self._now_conn is not None:
             self._now_conn.close()
             self._now_conn = None
