@@ -65,3 +65,22 @@ class AsgiServed:
             await self.app.stopped()
             serving, self._serving = self._serving, None
             await serving.__aexit__(None, None, None)
+
+
+#: The hosts a server of the suites is served by: aiohttp (``A2AServer.start``) and ASGI (uvicorn).
+HOSTS = ["aiohttp", "asgi"]
+
+
+@contextlib.asynccontextmanager
+async def hosted(server: A2AServer, host: str) -> AsyncIterator[A2AServer]:
+    """``server`` started on ``host`` (its ``url`` set), stopped at the end."""
+    if host == "asgi":
+        served = AsgiServed(server)
+        await served.start()
+        try:
+            yield server
+        finally:
+            await served.stop()
+        return
+    async with server:
+        yield server

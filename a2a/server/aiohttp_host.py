@@ -18,7 +18,7 @@ from typing import Any
 
 from aiohttp import WSMsgType, web
 
-from ..errors import InvalidRequestError
+from ..errors import InvalidRequestError, PayloadTooLargeError
 from .access_log import ExchangeLayer
 from .connections import Connections
 from .http_messages import Answer, Headers, HttpRequest, Reply, Streamed, Upgrade, Write, server_software
@@ -36,7 +36,10 @@ _CATCH_ALL_SHOWN = "/{tail}"
 
 
 class _Body:
-    """A request's body as aiohttp's request reads it (its ``content`` stream)."""
+    """A request's body as aiohttp's request reads it. A plain body is read with ``read()``,
+    which keeps it (a middleware may have read it first) and applies the application's
+    ``client_max_size`` (the server's body limit); an encoded one chunk by chunk from
+    ``content``, so that ``read_body`` inflates it in bounded steps as it arrives."""
 
     __slots__ = ("_request", "exists", "length")
 
@@ -46,7 +49,19 @@ class _Body:
         self.exists = request.body_exists
 
     async def chunks(self) -> AsyncIterator[bytes]:
-        content = self._request.content
+        request = self._request
+        encoding = request.headers.get("Content-Encoding", "").strip().lower()
+        if not encoding or encoding == "identity":
+            try:
+                whole = await request.read()
+            except web.HTTPRequestEntityTooLarge as exc:
+                raise PayloadTooLargeError(
+                    f"Request body is over the limit of {request.client_max_size} bytes"
+                ) from exc
+            if whole:
+                yield whole
+            return
+        content = request.content
         while chunk := await content.readany():
             yield chunk
 
@@ -81,6 +96,17 @@ class _Channel:
 
 class _ExpectationFailed(InvalidRequestError):
     http_status = 417
+
+
+def _middleware(given: Any) -> Any:
+    """A middleware of the user's, marked as aiohttp's new-style kind (``web.middleware``) on a
+    function of ours: the given one may be a bound method, which takes no attribute."""
+
+    async def run(request: web.Request, handler: Any) -> web.StreamResponse:
+        response: web.StreamResponse = await given(request, handler)
+        return response
+
+    return web.middleware(run)
 
 
 async def _gone(_data: bytes) -> None:
@@ -121,7 +147,7 @@ class AiohttpHost:
     def application(self) -> web.Application:
         """A new aiohttp application serving the core at whatever prefix it is mounted."""
         mount: list[str] = [""]
-        middlewares = [web.middleware(m) for m in self._middlewares]
+        middlewares = [_middleware(m) for m in self._middlewares]
         layer = self._exchanges
         if layer is not None:
 
@@ -135,6 +161,7 @@ class AiohttpHost:
         # reads the rest of a refused body for at most ``drain_timeout``; mounted in another
         # application, the other's server settings apply (``HttpRequest.body_decoded``).
         app = web.Application(
+            client_max_size=self._max_body or 1024**2,
             middlewares=middlewares,
             handler_args={"auto_decompress": False, "lingering_time": self._limits.drain_timeout},
         )

@@ -292,6 +292,8 @@ class AsgiApp:
         if isinstance(answer, Upgrade):  # a WebSocket endpoint asked without the handshake
             answer = answer.refusal
         if isinstance(answer, Reply):
+            # A body left unread (413, 401 ...) is the ASGI server's to throw away or to close
+            # on: asking it to close at once would reset a client still sending (docs/deployment.md).
             await send(_head(answer.status, answer.content_type, answer.headers, len(answer.body)))
             await send({"type": "http.response.body", "body": answer.body})
             return answer.status

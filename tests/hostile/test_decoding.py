@@ -24,6 +24,7 @@ from a2a import A2AServer, Agent, ServerConfig
 from a2a.protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth, json_depth, too_deep_id
 from a2a.server.backend import Backend
 from a2a.server.stdio import StdioConfig, serve_stdio
+from tests.asgi_serving import HOSTS, hosted
 
 V1 = {"A2A-Version": "1.0"}
 BOUND = 10.0
@@ -109,9 +110,10 @@ def _no_traceback(caplog: pytest.LogCaptureFixture) -> None:
         assert record.levelno < logging.ERROR, f"logged at {record.levelname}: {record.getMessage()}"
 
 
-@pytest.fixture
-async def server(echo_agent: Agent) -> AsyncIterator[A2AServer]:
-    async with A2AServer(echo_agent, config=ServerConfig(port=0)) as running:
+@pytest.fixture(params=HOSTS)
+async def server(echo_agent: Agent, request: pytest.FixtureRequest) -> AsyncIterator[A2AServer]:
+    """The echo agent served by each host: aiohttp (``start``) and ASGI (uvicorn)."""
+    async with hosted(A2AServer(echo_agent, config=ServerConfig(port=0)), request.param) as running:
         yield running
 
 

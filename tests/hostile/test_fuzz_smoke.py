@@ -23,6 +23,7 @@ import pytest
 from a2a import A2AServer, Agent, ServerConfig
 from a2a.server.backend import Backend
 from a2a.server.stdio import StdioConfig, serve_stdio
+from tests.asgi_serving import HOSTS, hosted
 
 ROOT = Path(__file__).resolve().parents[2]
 BODIES = 300
@@ -42,9 +43,10 @@ def _load_fuzzer() -> ModuleType:
 fuzz = _load_fuzzer()
 
 
-@pytest.fixture
-async def server(echo_agent: Agent) -> AsyncIterator[A2AServer]:
-    async with A2AServer(echo_agent, config=ServerConfig(port=0), push=True) as running:
+@pytest.fixture(params=HOSTS)
+async def server(echo_agent: Agent, request: pytest.FixtureRequest) -> AsyncIterator[A2AServer]:
+    """The echo agent served by each host: aiohttp (``start``) and ASGI (uvicorn)."""
+    async with hosted(A2AServer(echo_agent, config=ServerConfig(port=0), push=True), request.param) as running:
         yield running
 
 
