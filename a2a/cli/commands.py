@@ -12,10 +12,12 @@ import sys
 from collections.abc import AsyncIterator
 from typing import Any
 
+import msgspec
+
 from ..client import A2AClient, RetryPolicy, credentials_from_env
 from ..errors import RequestTimeoutError
 from ..transport.targets import STDIO_PREFIX, stdio_argv
-from ..types import Message, Part, StreamResponse, Task, TaskState
+from ..types import Artifact, Message, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState
 from .live import StreamView
 from .options import UsageError
 from .output import print_json, show
@@ -202,11 +204,13 @@ async def _send_once(
     events = client.stream(content, task_id=task_id, context_id=context_id, skill=args.skill, arguments=arguments)
     named: str | None = task_id
     last: Any = None
+    streamed: dict[str, Artifact] = {}
     try:
         async with asyncio.timeout(args.timeout):
             async for event in events:
                 last = event.payload
                 named = _task_id_of(last) or named
+                _collect_artifacts(streamed, last)
     except TimeoutError:
         if named is None:
             raise RequestTimeoutError(f"the agent named no task within {args.timeout}s") from None
@@ -215,7 +219,25 @@ async def _send_once(
         await events.aclose()  # type: ignore[attr-defined]
     if named is None or (isinstance(last, Message) and last.task_id is None):
         return last  # a plain reply: no task
-    return await client.get_task(named)
+    task = await client.get_task(named)
+    if not task.artifacts and streamed:
+        # A server that streams artifacts but does not keep them on the task (LangGraph
+        # Server's GetTask): what the stream delivered is the answer.
+        task = msgspec.structs.replace(task, artifacts=list(streamed.values()))
+    return task
+
+
+def _collect_artifacts(streamed: dict[str, Artifact], payload: Any) -> None:
+    """Fold a stream event's artifacts into ``streamed`` (by id; ``append`` extends the parts)."""
+    if isinstance(payload, Task):
+        for artifact in payload.artifacts or ():
+            streamed[artifact.artifact_id] = artifact
+    elif isinstance(payload, TaskArtifactUpdateEvent):
+        artifact = payload.artifact
+        known = streamed.get(artifact.artifact_id)
+        if payload.append and known is not None:
+            artifact = msgspec.structs.replace(known, parts=[*known.parts, *artifact.parts])
+        streamed[artifact.artifact_id] = artifact
 
 
 def _task_id_of(payload: Any) -> str | None:
