@@ -24,7 +24,7 @@ from types import ModuleType
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from .server.agent import Agent
+    from .server.authoring.agent import Agent
 
 __all__ = ["AgentLoadError", "load_agent", "load_object"]
 
@@ -40,7 +40,7 @@ def load_agent(
     as keyword arguments (an agent object takes none). An option the factory does not take is
     an error naming it and the closest one it does take, or of ``other_flags`` (the command's
     own flags, for one placed after the target with a typo: ``--prot`` for ``--port``)."""
-    from .server.agent import Agent  # here: importing the loader (for AgentLoadError) stays cheap
+    from .server.authoring.agent import Agent  # here: importing the loader (for AgentLoadError) stays cheap
 
     obj = load_object(target)
     options = dict(factory_options or {})

@@ -14,12 +14,12 @@ from typing import Any
 from .client.client import A2AClient
 from .protocol.codec import decoder_for, encode
 from .protocol.methods import MethodSpec
-from .server.agent import Agent
 from .server.app import A2AServer
-from .server.auth import Authenticator
-from .server.handler import CallContext, RequestHandler
-from .server.serving import served_card
-from .server.store import TaskStore
+from .server.authoring.agent import Agent
+from .server.backends.store import TaskStore
+from .server.engine.auth import Authenticator
+from .server.engine.handler import CallContext, RequestHandler
+from .server.engine.serving import served_card
 from .transport.base import ClientTransport, StreamItem
 from .types import AgentCard, AgentInterface, StreamResponse
 

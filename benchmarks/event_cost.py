@@ -28,8 +28,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from a2a import Agent, RequestContext
-from a2a.server.backend import open_backend
-from a2a.server.handler import CallContext, RequestHandler
+from a2a.server.backends.base import open_backend
+from a2a.server.engine.handler import CallContext, RequestHandler
 from a2a.types import Message, Part, Role, SendMessageRequest
 
 

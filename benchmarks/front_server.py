@@ -32,8 +32,8 @@ import httptools  # noqa: E402 - after the path: the repository's a2a, not an in
 from a2a.loader import load_agent  # noqa: E402
 from a2a.protocol.jsonrpc import decode_call, encode_result  # noqa: E402
 from a2a.server import A2AServer, ServerConfig  # noqa: E402
-from a2a.server.backend import open_backend  # noqa: E402
-from a2a.server.handler import CallContext, RequestHandler  # noqa: E402
+from a2a.server.backends.base import open_backend  # noqa: E402
+from a2a.server.engine.handler import CallContext, RequestHandler  # noqa: E402
 
 _HEAD = b"HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n"
 _REFUSED = b"HTTP/1.1 400 Bad Request\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"

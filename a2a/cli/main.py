@@ -38,7 +38,7 @@ DEFAULT_MAX_BODY_BYTES = 4 * 1024 * 1024
 #: The default of --max-json-depth (``a2a.protocol.nesting.DEFAULT_MAX_JSON_DEPTH``; the same test
 #: keeps them equal).
 DEFAULT_MAX_JSON_DEPTH = 64
-#: The default of --sse-heartbeat (``a2a.server.http_common.DEFAULT_SSE_HEARTBEAT``; the same test).
+#: The default of --sse-heartbeat (``a2a.server.bindings.sse.DEFAULT_SSE_HEARTBEAT``; the same test).
 DEFAULT_SSE_HEARTBEAT = 15.0
 
 
@@ -283,13 +283,13 @@ def _log_access(log_format: str) -> None:
     """The access log on stderr, at INFO whatever --log-level says (it is asked for by default),
     through its own batching handler (``AccessLogHandler``: a line costs a fifth of a plain
     handler's)."""
-    from ..server.access_log import ACCESS_LOGGER, AccessLogHandler
+    from ..server.operations.access_log import ACCESS_LOGGER, AccessLogHandler
 
     access = logging.getLogger(ACCESS_LOGGER)
     access.setLevel(logging.INFO)
     handler = AccessLogHandler(sys.stderr)
     if log_format == "json":
-        from ..server.json_logs import JsonFormatter
+        from ..server.operations.json_logs import JsonFormatter
 
         handler.setFormatter(JsonFormatter())
     access.addHandler(handler)
@@ -303,8 +303,8 @@ async def _serve(args: argparse.Namespace) -> int:
         return await _serve_stdio(args)
     from ..errors import A2AError
     from ..server import A2AServer, ServerConfig
-    from ..server.backend import default_store_url, open_backend
-    from ..server.ws import WebSocketConfig
+    from ..server.backends.base import default_store_url, open_backend
+    from ..server.channels.ws import WebSocketConfig
     from .banner import print_banner
 
     agent = _load_agent(args.target, args.agent_options, args.serve_flags)
@@ -359,8 +359,8 @@ async def _serve(args: argparse.Namespace) -> int:
 
 async def _serve_stdio(args: argparse.Namespace) -> int:
     from ..errors import A2AError
-    from ..server.backend import open_backend
-    from ..server.stdio import StdioConfig, claim_stdout, serve_stdio
+    from ..server.backends.base import open_backend
+    from ..server.channels.stdio import StdioConfig, claim_stdout, serve_stdio
 
     out_fd = claim_stdout()  # before the agent loads: nothing it prints may reach the protocol stream
     stop = _stop_on_signals()
@@ -486,7 +486,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     logging.basicConfig(level=level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if getattr(args, "log_format", "text") == "json":
-        from ..server.json_logs import JsonFormatter
+        from ..server.operations.json_logs import JsonFormatter
 
         for handler in logging.getLogger().handlers:
             handler.setFormatter(JsonFormatter())

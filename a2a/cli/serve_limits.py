@@ -9,7 +9,7 @@ from types import SimpleNamespace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from ..server.limits import HttpLimits
+    from ..server.engine.limits import HttpLimits
 
 __all__ = ["DEFAULTS", "DEFAULT_MAX_EXECUTING", "add_limit_flags", "limits_from_flags"]
 
@@ -23,7 +23,7 @@ DEFAULTS = SimpleNamespace(
     request_encodings=("gzip", "deflate"),
 )
 _DEFAULTS = DEFAULTS
-#: ``a2a.server.rpc_connection.DEFAULT_MAX_EXECUTING`` (the same test).
+#: ``a2a.server.channels.rpc_connection.DEFAULT_MAX_EXECUTING`` (the same test).
 DEFAULT_MAX_EXECUTING = 8
 
 
@@ -94,7 +94,7 @@ def _at_least_one(value: str) -> int:
 
 def limits_from_flags(args: argparse.Namespace) -> HttpLimits:
     """``ValueError`` for a value out of range (the dataclass checks)."""
-    from ..server.limits import HttpLimits
+    from ..server.engine.limits import HttpLimits
 
     encodings = () if args.request_encodings.strip().lower() == "none" else tuple(args.request_encodings.split(","))
     return HttpLimits(

@@ -1,12 +1,12 @@
 """The server side: agent authoring, the request handler, stores, auth and the aiohttp app."""
 
-from .agent import SKILL_METADATA_KEY, Agent, Skill
 from .app import CARD_PATH, DEFAULT_MAX_BODY_BYTES, JSONRPC_PATH, REST_PATH, A2AServer, ServerConfig
-from .auth import ApiKeyAuth, Authenticator, BearerAuth
-from .context import RequestContext, agent_message
-from .handler import CallContext, RequestHandler
-from .limits import HttpLimits
-from .store import InMemoryTaskStore, TaskStore
+from .authoring.agent import SKILL_METADATA_KEY, Agent, Skill
+from .authoring.context import RequestContext, agent_message
+from .backends.store import InMemoryTaskStore, TaskStore
+from .engine.auth import ApiKeyAuth, Authenticator, BearerAuth
+from .engine.handler import CallContext, RequestHandler
+from .engine.limits import HttpLimits
 
 __all__ = [
     "CARD_PATH",

@@ -6,7 +6,7 @@ and the steps that start and stop it), then hands it to a host:
 - ``start``/``stop`` (or ``async with``): the aiohttp host on a port (``0`` picks a free one),
   behind the connection bounds (``connections``); what the CLI and the tests do.
 - ``app()``: the same as an aiohttp ``Application``, to mount in a larger one at any prefix.
-- ``asgi()``: the same as an ASGI application (``asgi_host``), for FastAPI, Starlette and any
+- ``asgi()``: the same as an ASGI application (``hosts.asgi``), for FastAPI, Starlette and any
   ASGI server (uvicorn, hypercorn, granian).
 
 Middlewares of aiohttp's kind are given to the server, ``A2AServer(middlewares=[...])``, and run
@@ -33,29 +33,29 @@ from ..protocol.connection import WEBSOCKET_BINDING
 from ..protocol.nesting import DEFAULT_MAX_JSON_DEPTH
 from ..protocol.version import PROTOCOL_VERSION
 from ..types import AgentCard, AgentInterface
-from .access_log import ExchangeLayer
-from .agent import Agent
-from .auth import ApiKeyAuth, Authenticator, BearerAuth
-from .backend import Backend
-from .health import HEALTHZ_PATH, READYZ_PATH, Health
-from .http_common import DEFAULT_SSE_HEARTBEAT
-from .http_jsonrpc import JsonRpcBinding, jsonrpc_error_body
-from .http_messages import HttpRequest, Reply, server_software
-from .http_rest import RestBinding, rest_error_body
-from .limits import HttpLimits
-from .metrics import Metrics, TimedStore
-from .observe import Observer
+from .authoring.agent import Agent
+from .backends.base import Backend
+from .backends.store import TaskStore
+from .bindings.jsonrpc import JsonRpcBinding, jsonrpc_error_body
+from .bindings.messages import HttpRequest, Reply, server_software
+from .bindings.rest import RestBinding, rest_error_body
+from .bindings.routing import Dispatcher, Route
+from .bindings.sse import DEFAULT_SSE_HEARTBEAT
+from .channels.ws import WebSocketBinding, WebSocketConfig
+from .engine.auth import ApiKeyAuth, Authenticator, BearerAuth
+from .engine.limits import HttpLimits
+from .engine.observe import Observer
+from .engine.serving import open_handler, served_card
+from .operations.access_log import ExchangeLayer
+from .operations.health import HEALTHZ_PATH, READYZ_PATH, Health
+from .operations.metrics import Metrics, TimedStore
 from .push import PushNotifier
-from .routing import Dispatcher, Route
-from .serving import open_handler, served_card
-from .store import TaskStore
-from .ws import WebSocketBinding, WebSocketConfig
 
 if TYPE_CHECKING:
     from aiohttp import web
 
-    from .aiohttp_host import AiohttpHost
-    from .asgi_host import AsgiApp
+    from .hosts.aiohttp import AiohttpHost
+    from .hosts.asgi import AsgiApp
 
 __all__ = [
     "CARD_PATH",
@@ -317,7 +317,7 @@ class A2AServer:
         return self._serving
 
     def _aiohttp_host(self) -> AiohttpHost:
-        from .aiohttp_host import AiohttpHost
+        from .hosts.aiohttp import AiohttpHost
 
         core = self._core()
         return AiohttpHost(
@@ -341,8 +341,8 @@ class A2AServer:
     def asgi(self) -> AsgiApp:
         """The server as an ASGI application (HTTP, WebSocket and lifespan), to run under any
         ASGI server or mount in FastAPI or Starlette (``app.mount("/agent", server.asgi())``);
-        the card names the URLs under the prefix it is mounted at. See ``asgi_host``."""
-        from .asgi_host import AsgiApp
+        the card names the URLs under the prefix it is mounted at. See ``hosts.asgi``."""
+        from .hosts.asgi import AsgiApp
 
         if self.middlewares:
             raise TypeError(

@@ -14,10 +14,10 @@ from a2a import Agent
 from a2a import types as t
 from a2a.errors import InvalidResponseError, TaskNotFoundError, TransportError
 from a2a.protocol.connection import STDIO_BINDING, WEBSOCKET_BINDING
-from a2a.server.admission import admit
-from a2a.server.auth import Authenticator, BearerAuth
-from a2a.server.handler import CallContext, RequestHandler
-from a2a.server.rpc_connection import ConnectionLimits, ConnectionViolation, RpcConnection
+from a2a.server.channels.rpc_connection import ConnectionLimits, ConnectionViolation, RpcConnection
+from a2a.server.engine.admission import admit
+from a2a.server.engine.auth import Authenticator, BearerAuth
+from a2a.server.engine.handler import CallContext, RequestHandler
 from a2a.transport.multiplex import Multiplexer
 
 from ._bindings_support import BOUND

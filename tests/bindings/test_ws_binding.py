@@ -18,7 +18,7 @@ from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, RetryPolic
 from a2a import types as t
 from a2a.errors import AuthenticationRequiredError, TransportError, VersionNotSupportedError
 from a2a.protocol.connection import MAX_IN_FLIGHT_HEADER, WEBSOCKET_BINDING
-from a2a.server.ws import WebSocketConfig
+from a2a.server.channels.ws import WebSocketConfig
 
 from ._bindings_support import BOUND, CuttableProxy
 

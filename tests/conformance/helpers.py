@@ -32,8 +32,8 @@ import msgspec
 from a2a import A2AServer, Agent, RequestContext
 from a2a import types as t
 from a2a.protocol.sse import SSEDecoder
-from a2a.server.backend import Backend
-from a2a.server.stdio import StdioConfig, serve_stdio
+from a2a.server.backends.base import Backend
+from a2a.server.channels.stdio import StdioConfig, serve_stdio
 from a2a.transport.stdio_pipes import PipeTransport
 
 T = TypeVar("T")

@@ -19,7 +19,7 @@ from aiohttp.typedefs import Handler
 from a2a import A2AServer, BearerAuth, ServerConfig
 from a2a.protocol.connection import WEBSOCKET_BINDING
 from a2a.server.app import CARD_PATH, JSONRPC_PATH
-from a2a.server.store import TaskQuery
+from a2a.server.backends.store import TaskQuery
 from a2a.types import TaskState
 from tests.conftest import embedded
 

@@ -8,7 +8,7 @@ import pytest
 
 from a2a import A2AServer, ServerConfig
 from a2a.server import InMemoryTaskStore
-from a2a.server.store import TaskQuery
+from a2a.server.backends.store import TaskQuery
 from a2a.types import Task, TaskState
 
 from .conftest import OpenClient, OpenRaw, StartServer

@@ -16,8 +16,8 @@ import pytest
 from a2a import A2AClient, A2AServer, ServerConfig
 from a2a.errors import InvalidParamsError
 from a2a.metadata import OWNER_SKILL_KEY
-from a2a.server.agent import SKILL_ARGUMENTS_EXTENSION
-from a2a.server.backend import open_backend
+from a2a.server.authoring.agent import SKILL_ARGUMENTS_EXTENSION
+from a2a.server.backends.base import open_backend
 from a2a.types import Message, Task, TaskState
 
 from .conftest import OpenClient, StartServer

@@ -17,7 +17,7 @@ import pytest
 
 from a2a import A2AClient, RetryPolicy
 from a2a.client import user_message
-from a2a.server.stores.sqlite_worker import COMMIT_DELAY_ENV
+from a2a.server.backends.sqlite.worker import COMMIT_DELAY_ENV
 from a2a.types import Message, Task
 from tests.durability.conftest import ServeProcess, free_port, serve_env
 

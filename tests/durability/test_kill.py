@@ -25,7 +25,7 @@ import pytest
 
 from a2a import A2AClient, RetryPolicy
 from a2a.client import user_message
-from a2a.server.handler import RESTART_NOTE
+from a2a.server.engine.handler import RESTART_NOTE
 from a2a.types import Role, Task, TaskState
 from tests.durability.conftest import ServeProcess, free_port, poll_until, serve_env
 
@@ -40,7 +40,7 @@ TEST_BUDGET = 150.0
 CALL_DEADLINE = 45.0
 BINDINGS = ["JSONRPC", "HTTP+JSON"]
 
-#: New idempotency records indexed every 40 (``sqlite_idempotency``), so that kills fall during
+#: New idempotency records indexed every 40 (``a2a.server.backends.sqlite.idempotency``), so that kills fall during
 #: merges too, and each restart indexes the records that were not yet.
 _SERVE_ENV = serve_env(A2A_TEST_SQLITE_MERGE_AT="40")
 

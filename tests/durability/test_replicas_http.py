@@ -25,8 +25,8 @@ from a2a.errors import AuthenticationRequiredError, TaskNotFoundError
 from a2a.protocol.jsonrpc import decode_response, encode_request
 from a2a.protocol.sse import SSEDecoder
 from a2a.protocol.version import PROTOCOL_VERSION, VERSION_HEADER
-from a2a.server.handler import RESTART_NOTE
-from a2a.server.stores.redis_coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS
+from a2a.server.backends.redis.coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS
+from a2a.server.engine.handler import RESTART_NOTE
 from a2a.types import (
     Role,
     StreamResponse,

@@ -22,10 +22,10 @@ import pytest
 
 from a2a import A2AServer, Agent, ServerConfig
 from a2a.protocol.connection import WEBSOCKET_BINDING
-from a2a.server.handler import CallContext, RequestHandler
-from a2a.server.rpc_connection import ConnectionLimits, ConnectionViolation, RpcConnection
-from a2a.server.stdio import StdioConfig, serve_stdio
-from a2a.server.ws import WebSocketConfig
+from a2a.server.channels.rpc_connection import ConnectionLimits, ConnectionViolation, RpcConnection
+from a2a.server.channels.stdio import StdioConfig, serve_stdio
+from a2a.server.channels.ws import WebSocketConfig
+from a2a.server.engine.handler import CallContext, RequestHandler
 
 V1 = {"A2A-Version": "1.0"}
 #: Hang guard for one answer (never a performance figure).

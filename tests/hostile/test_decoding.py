@@ -22,8 +22,8 @@ import pytest
 
 from a2a import A2AServer, Agent, ServerConfig
 from a2a.protocol.nesting import DEFAULT_MAX_JSON_DEPTH, check_depth, json_depth, too_deep_id
-from a2a.server.backend import Backend
-from a2a.server.stdio import StdioConfig, serve_stdio
+from a2a.server.backends.base import Backend
+from a2a.server.channels.stdio import StdioConfig, serve_stdio
 from tests.asgi_serving import HOSTS, hosted
 
 V1 = {"A2A-Version": "1.0"}

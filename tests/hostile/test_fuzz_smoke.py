@@ -21,8 +21,8 @@ import aiohttp
 import pytest
 
 from a2a import A2AServer, Agent, ServerConfig
-from a2a.server.backend import Backend
-from a2a.server.stdio import StdioConfig, serve_stdio
+from a2a.server.backends.base import Backend
+from a2a.server.channels.stdio import StdioConfig, serve_stdio
 from tests.asgi_serving import HOSTS, hosted
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -26,7 +26,7 @@ import pytest
 
 import a2a
 from a2a import A2AServer, Agent, ApiKeyAuth, BearerAuth, ServerConfig
-from a2a.server.limits import HttpLimits
+from a2a.server.engine.limits import HttpLimits
 from tests.asgi_serving import HOSTS, AsgiServed
 
 from ..conftest import load_example
@@ -585,7 +585,7 @@ async def test_a_credential_header_sent_twice_is_refused(serve, binding: Binding
 def test_the_default_connection_cap_leaves_descriptors_free() -> None:
     import resource
 
-    from a2a.server.limits import default_max_connections
+    from a2a.server.engine.limits import default_max_connections
 
     soft, _hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     cap = default_max_connections()

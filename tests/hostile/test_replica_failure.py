@@ -22,12 +22,12 @@ from a2a import A2AClient, RetryPolicy
 from a2a.client import user_message
 from a2a.protocol.codec import encode
 from a2a.server import Agent
-from a2a.server.backend import BackendError, open_backend
-from a2a.server.events import LoggedEvent
-from a2a.server.handler import RESTART_NOTE
-from a2a.server.serving import open_handler
-from a2a.server.store import TaskRecord
-from a2a.server.stores.redis_coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS, RedisCoordination
+from a2a.server.backends.base import BackendError, open_backend
+from a2a.server.backends.redis.coordination import HEARTBEAT_SECONDS, LEASE_TTL_SECONDS, RedisCoordination
+from a2a.server.backends.store import TaskRecord
+from a2a.server.engine.events import LoggedEvent
+from a2a.server.engine.handler import RESTART_NOTE
+from a2a.server.engine.serving import open_handler
 from a2a.types import Artifact, Part, StreamResponse, Task, TaskArtifactUpdateEvent, TaskState, TaskStatus
 from tests.durability.conftest import ServeProcess, poll_until, serve_env
 from tests.redis_server import redis_server

@@ -20,7 +20,7 @@ import pytest
 from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, BearerToken, ServerConfig
-from a2a.server.json_logs import JsonFormatter
+from a2a.server.operations.json_logs import JsonFormatter
 from tests.conftest import EXAMPLES, embedded, load_example
 
 SECRET = "tok-very-secret-123"
@@ -164,7 +164,7 @@ async def test_the_serve_handler_batches_lines_as_the_default_format_writes_them
     import asyncio
     import io
 
-    from a2a.server.access_log import AccessLogHandler
+    from a2a.server.operations.access_log import AccessLogHandler
 
     stream = io.StringIO()
     handler = AccessLogHandler(stream, flush_after=0.05, max_lines=3)
@@ -188,7 +188,7 @@ def test_a_line_added_without_a_record_reads_as_the_record_would() -> None:
     the same line written through a record and logging's default format would."""
     import io
 
-    from a2a.server.access_log import _LINE, AccessLogHandler
+    from a2a.server.operations.access_log import _LINE, AccessLogHandler
 
     stream = io.StringIO()
     handler = AccessLogHandler(stream, max_lines=1)  # written at once

@@ -82,7 +82,7 @@ def test_the_cli_default_limits_are_the_servers() -> None:
     from a2a.cli.main import DEFAULT_MAX_BODY_BYTES, DEFAULT_MAX_JSON_DEPTH, DEFAULT_SSE_HEARTBEAT
     from a2a.protocol.nesting import DEFAULT_MAX_JSON_DEPTH as DEPTH_DEFAULT
     from a2a.server.app import DEFAULT_MAX_BODY_BYTES as SERVER_DEFAULT
-    from a2a.server.http_common import DEFAULT_SSE_HEARTBEAT as HEARTBEAT_DEFAULT
+    from a2a.server.bindings.sse import DEFAULT_SSE_HEARTBEAT as HEARTBEAT_DEFAULT
     from a2a.transport import base
 
     assert DEFAULT_MAX_BODY_BYTES == SERVER_DEFAULT
@@ -91,14 +91,14 @@ def test_the_cli_default_limits_are_the_servers() -> None:
     assert options.DEFAULT_IDLE_TIMEOUT == base.DEFAULT_IDLE_TIMEOUT
     assert options.DEFAULT_MAX_RESPONSE_BYTES == base.DEFAULT_MAX_RESPONSE_BYTES
     from a2a.cli.serve_limits import DEFAULTS
-    from a2a.server.limits import HttpLimits
+    from a2a.server.engine.limits import HttpLimits
 
     for name, value in vars(DEFAULTS).items():
         assert getattr(HttpLimits(), name) == value, name
     from a2a.cli.serve_limits import DEFAULT_MAX_EXECUTING
-    from a2a.server.rpc_connection import ConnectionLimits
-    from a2a.server.stdio import StdioConfig
-    from a2a.server.ws import WebSocketConfig
+    from a2a.server.channels.rpc_connection import ConnectionLimits
+    from a2a.server.channels.stdio import StdioConfig
+    from a2a.server.channels.ws import WebSocketConfig
 
     assert ConnectionLimits().max_executing == DEFAULT_MAX_EXECUTING
     assert WebSocketConfig().max_executing == DEFAULT_MAX_EXECUTING

@@ -152,7 +152,7 @@ def test_a_command_without_its_extra_says_which_install_brings_it(
     [
         ("from supervisor import Supervisor", ["langgraph"], "supervisor"),
         ("import agents.web", ["markdownify"], "agents"),
-        ("from a2a.server.stores.redis import open_redis_backend", ["redis"], "redis"),
+        ("from a2a.server.backends.redis.tasks import open_redis_backend", ["redis"], "redis"),
     ],
 )
 def test_an_import_without_its_extra_says_which_install_brings_it(code: str, hidden: list[str], install: str) -> None:

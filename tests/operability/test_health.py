@@ -11,9 +11,9 @@ import httpx
 import pytest
 
 from a2a import A2AClient, A2AServer, Agent, BearerAuth, ServerConfig
-from a2a.server import health as health_module
-from a2a.server.backend import Backend, open_backend
-from a2a.server.store import InMemoryTaskStore
+from a2a.server.backends.base import Backend, open_backend
+from a2a.server.backends.store import InMemoryTaskStore
+from a2a.server.operations import health as health_module
 from tests.conftest import embedded
 from tests.redis_server import redis_server
 

@@ -12,7 +12,7 @@ from aiohttp import web
 
 from a2a import A2AClient, A2AServer, Agent, RequestContext, ServerConfig
 from a2a.errors import TaskNotFoundError
-from a2a.server.metrics import Histogram
+from a2a.server.operations.metrics import Histogram
 
 WAIT = 20.0
 # One sample line of the text format: name, optional labels, a number.

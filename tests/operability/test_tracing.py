@@ -27,7 +27,7 @@ from a2a import A2AClient, A2AServer, Agent, ServerConfig, telemetry
 from a2a import types as t
 from a2a.errors import InternalError
 from a2a.protocol.jsonrpc import decode_call
-from a2a.server.store import InMemoryTaskStore, TaskRecord
+from a2a.server.backends.store import InMemoryTaskStore, TaskRecord
 from a2a.transport.multiplex import Multiplexer
 from tests.conformance.helpers import StdioTwin, open_stdio_twin
 

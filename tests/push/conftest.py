@@ -12,9 +12,9 @@ from typing import Any
 import pytest
 from aiohttp import web
 
+from a2a.server.backends.redis.push import RedisPushStore
+from a2a.server.backends.sqlite.push import SQLitePushStore
 from a2a.server.push import InMemoryPushStore, PushStore
-from a2a.server.push.redis import RedisPushStore
-from a2a.server.push.sqlite import SQLitePushStore
 from tests.redis_server import redis_server
 
 # "sqlite-exclusive": what `a2a serve` opens (one process writes the file; the tasks with

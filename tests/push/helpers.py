@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from a2a.protocol.codec import encode
-from a2a.server.events import LoggedEvent
+from a2a.server.engine.events import LoggedEvent
 from a2a.server.push import DeliveryPolicy
 from a2a.ssrf import OutboundPolicy
 from a2a.types import (

@@ -103,7 +103,7 @@ async def test_a_sqlite_file_from_before_dialects_reads_its_configs_as_1_0(tmp_p
     from contextlib import closing
 
     from a2a.protocol.codec import encode
-    from a2a.server.push.sqlite import SQLitePushStore
+    from a2a.server.backends.sqlite.push import SQLitePushStore
     from a2a.types import TaskPushNotificationConfig
 
     path = tmp_path / "old.db"

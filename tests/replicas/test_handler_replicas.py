@@ -8,8 +8,8 @@ from collections.abc import AsyncIterator
 import pytest
 
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.backend import open_backend
-from a2a.server.serving import open_handler
+from a2a.server.backends.base import open_backend
+from a2a.server.engine.serving import open_handler
 from a2a.types import (
     CancelTaskRequest,
     GetTaskRequest,

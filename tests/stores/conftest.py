@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from a2a.server.store import InMemoryTaskStore, TaskStore
-from a2a.server.stores.redis import RedisTaskStore
-from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.backends.redis.tasks import RedisTaskStore
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
+from a2a.server.backends.store import InMemoryTaskStore, TaskStore
 from tests.redis_server import redis_server
 
 # "sqlite-exclusive" is what `a2a serve` opens: the file locked for one process, whose

@@ -10,19 +10,19 @@ from pathlib import Path
 import pytest
 
 from a2a import A2AServer, Agent, RequestContext
-from a2a.server import backend as backend_module
-from a2a.server.backend import Backend, BackendError, BackendURL, open_backend, register_backend
-from a2a.server.bus import InMemoryEventBus
-from a2a.server.coordination import SingleProcessCoordination
+from a2a.server.backends import base as backend_module
+from a2a.server.backends.base import Backend, BackendError, BackendURL, open_backend, register_backend
+from a2a.server.backends.redis.bus import RedisEventBus
+from a2a.server.backends.redis.coordination import RedisCoordination
+from a2a.server.backends.redis.push import RedisPushStore
+from a2a.server.backends.redis.tasks import RedisTaskStore
+from a2a.server.backends.sqlite.push import SQLitePushStore
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
+from a2a.server.backends.store import InMemoryTaskStore, TaskRecord
+from a2a.server.engine.bus import InMemoryEventBus
+from a2a.server.engine.coordination import SingleProcessCoordination
+from a2a.server.engine.serving import open_handler
 from a2a.server.push import InMemoryPushStore, PushConfigRecord, PushNotifier
-from a2a.server.push.redis import RedisPushStore
-from a2a.server.push.sqlite import SQLitePushStore
-from a2a.server.serving import open_handler
-from a2a.server.store import InMemoryTaskStore, TaskRecord
-from a2a.server.stores.redis import RedisTaskStore
-from a2a.server.stores.redis_bus import RedisEventBus
-from a2a.server.stores.redis_coordination import RedisCoordination
-from a2a.server.stores.sqlite import SQLiteTaskStore
 from a2a.types import Task, TaskPushNotificationConfig, TaskState, TaskStatus
 
 

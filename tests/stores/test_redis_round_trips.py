@@ -18,12 +18,12 @@ from redis.exceptions import ResponseError
 
 from a2a.protocol.codec import encode
 from a2a.server import Agent, CallContext, RequestContext
-from a2a.server.backend import Backend, open_backend
-from a2a.server.events import LoggedEvent
+from a2a.server.backends.base import Backend, open_backend
+from a2a.server.backends.redis.batch import RedisBatch
+from a2a.server.backends.store import IdempotencyRecord, TaskRecord
+from a2a.server.engine.events import LoggedEvent
+from a2a.server.engine.serving import open_handler
 from a2a.server.push.store import PushConfigRecord
-from a2a.server.serving import open_handler
-from a2a.server.store import IdempotencyRecord, TaskRecord
-from a2a.server.stores.redis_batch import RedisBatch
 from a2a.types import (
     Message,
     Part,

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from a2a.server.store import IdempotencyRecord, TaskRecord
-from a2a.server.stores import sqlite as sqlite_store
-from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.backends.sqlite import tasks as sqlite_store
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
+from a2a.server.backends.store import IdempotencyRecord, TaskRecord
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 

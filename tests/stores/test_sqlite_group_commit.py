@@ -14,11 +14,11 @@ from typing import Literal
 
 import pytest
 
-from a2a.server.push.sqlite import SQLitePushStore
+from a2a.server.backends.sqlite.push import SQLitePushStore
+from a2a.server.backends.sqlite.tasks import SWEEP_TASKS_SQL, SQLiteTaskStore
+from a2a.server.backends.sqlite.worker import FLUSH_AFTER_TURNS, FLUSH_AT_OPS, SQLiteWorker
+from a2a.server.backends.store import IdempotencyRecord, TaskQuery, TaskRecord
 from a2a.server.push.store import PushConfigRecord
-from a2a.server.store import IdempotencyRecord, TaskQuery, TaskRecord
-from a2a.server.stores.sqlite import SWEEP_TASKS_SQL, SQLiteTaskStore
-from a2a.server.stores.sqlite_worker import FLUSH_AFTER_TURNS, FLUSH_AT_OPS, SQLiteWorker
 from a2a.types import Message, Part, Role, Task, TaskPushNotificationConfig, TaskState, TaskStatus
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS t (k TEXT PRIMARY KEY, v INTEGER);"
@@ -351,7 +351,7 @@ def _wal_size(path: Path) -> int:
 async def test_inline_writer_keeps_the_wal_bounded_under_steady_writes(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from a2a.server.stores import sqlite_worker
+    from a2a.server.backends.sqlite import worker as sqlite_worker
 
     monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 5)
     monkeypatch.setattr(sqlite_worker, "WAL_LIMIT", 256 * 1024)
@@ -418,7 +418,7 @@ async def test_a_checkpoint_follows_many_writes_in_few_batches(
 ) -> None:
     """Big batches (a busy server's) bring a checkpoint after ``CHECKPOINT_EVERY_WRITES`` writes,
     long before ``CHECKPOINT_EVERY`` batches."""
-    from a2a.server.stores import sqlite_worker
+    from a2a.server.backends.sqlite import worker as sqlite_worker
 
     monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY", 10**6)
     monkeypatch.setattr(sqlite_worker, "CHECKPOINT_EVERY_WRITES", every_writes)
@@ -443,7 +443,7 @@ async def test_the_wal_starts_again_after_a_short_hold_not_the_whole_copy(
     resetting checkpoint that follows passive ones (which copied the bulk with the writes going
     on, then what came meanwhile), and that one restarts the WAL rather than truncating the
     file."""
-    from a2a.server.stores import sqlite_worker
+    from a2a.server.backends.sqlite import worker as sqlite_worker
 
     limit = 1024 * 1024
 

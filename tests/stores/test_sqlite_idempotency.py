@@ -19,11 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from a2a.server.store import IdempotencyRecord, TaskRecord
-from a2a.server.stores import sqlite as sqlite_store
-from a2a.server.stores import sqlite_idempotency
-from a2a.server.stores.sqlite import _SCHEMA, SQLiteTaskStore
-from a2a.server.stores.sqlite_idempotency import MessageRecords, key_hash
+from a2a.server.backends.sqlite import idempotency as sqlite_idempotency
+from a2a.server.backends.sqlite import tasks as sqlite_store
+from a2a.server.backends.sqlite.idempotency import MessageRecords, key_hash
+from a2a.server.backends.sqlite.tasks import _SCHEMA, SQLiteTaskStore
+from a2a.server.backends.store import IdempotencyRecord, TaskRecord
 from a2a.types import Message, Part, Role, Task, TaskState, TaskStatus
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -155,8 +155,8 @@ async def test_a_merge_starts_by_itself_once_enough_records_wait(
 
 _KILLED_CHILD = """
 import asyncio, os, signal, sys
-from a2a.server.store import IdempotencyRecord
-from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.backends.store import IdempotencyRecord
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
 from a2a.types import Message, Part, Role
 
 async def main() -> None:

@@ -11,9 +11,9 @@ from typing import Any
 
 import pytest
 
-from a2a.server.store import IdempotencyRecord
-from a2a.server.stores.key_filter import KeyFilter
-from a2a.server.stores.sqlite import SQLiteTaskStore
+from a2a.server.backends.sqlite.key_filter import KeyFilter
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
+from a2a.server.backends.store import IdempotencyRecord
 from a2a.types import Message, Part, Role
 
 

@@ -15,9 +15,9 @@ import pytest
 
 from a2a.errors import TaskNotFoundError
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.ids import new_id
-from a2a.server.stores.sqlite import SQLiteTaskStore
-from a2a.server.stores.sqlite_worker import COMMIT_DELAY_ENV
+from a2a.server.backends.sqlite.tasks import SQLiteTaskStore
+from a2a.server.backends.sqlite.worker import COMMIT_DELAY_ENV
+from a2a.server.engine.ids import new_id
 from a2a.types import (
     GetTaskRequest,
     Message,

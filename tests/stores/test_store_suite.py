@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from a2a.server.store import IdempotencyRecord, TaskQuery, TaskRecord, TaskStore
+from a2a.server.backends.store import IdempotencyRecord, TaskQuery, TaskRecord, TaskStore
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import msgspec
 
-from a2a.server.store import TaskRecord, TaskStore
-from a2a.server.stores.sqlite import INLINE_ITEMS, SQLiteTaskStore
+from a2a.server.backends.sqlite.tasks import INLINE_ITEMS, SQLiteTaskStore
+from a2a.server.backends.store import TaskRecord, TaskStore
 from a2a.types import Artifact, Message, Part, Role, Task, TaskState, TaskStatus
 
 

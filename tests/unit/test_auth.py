@@ -11,7 +11,7 @@ import pytest
 from a2a import A2AServer, Agent
 from a2a.client import ApiKey, BearerToken, credentials_from_env
 from a2a.errors import AuthenticationRequiredError
-from a2a.server.auth import ApiKeyAuth, Authenticator, BearerAuth, load_credentials
+from a2a.server.engine.auth import ApiKeyAuth, Authenticator, BearerAuth, load_credentials
 from a2a.types import AgentCapabilities, AgentCard, APIKeySecurityScheme, SecurityScheme
 
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 import pytest
 
 from a2a import types as t
-from a2a.server.bus import InMemoryEventBus
-from a2a.server.events import LoggedEvent
+from a2a.server.engine.bus import InMemoryEventBus
+from a2a.server.engine.events import LoggedEvent
 
 
 def _status(task_id: str, seq: int, state: t.TaskState) -> LoggedEvent:
@@ -28,7 +28,7 @@ class _Clock:
 
 async def test_finished_logs_expire_after_retention_in_order(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = _Clock()
-    monkeypatch.setattr("a2a.server.bus.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("a2a.server.engine.bus.time.monotonic", clock.monotonic)
     bus = InMemoryEventBus(retention=10.0)
     await bus.publish("a", _status("a", 1, t.TaskState.WORKING))
     await bus.publish("a", _status("a", 2, t.TaskState.COMPLETED))  # due at 1010
@@ -59,7 +59,7 @@ async def test_finished_logs_expire_after_retention_in_order(monkeypatch: pytest
 
 async def test_at_most_max_finished_logs_are_kept_before_their_deadline(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = _Clock()
-    monkeypatch.setattr("a2a.server.bus.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("a2a.server.engine.bus.time.monotonic", clock.monotonic)
     bus = InMemoryEventBus(retention=300.0, max_finished=3)
     for i in range(5):
         await bus.publish(f"t{i}", _status(f"t{i}", 1, t.TaskState.COMPLETED))
@@ -68,7 +68,7 @@ async def test_at_most_max_finished_logs_are_kept_before_their_deadline(monkeypa
 
 async def test_a_closed_bus_starts_over(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = _Clock()
-    monkeypatch.setattr("a2a.server.bus.time.monotonic", clock.monotonic)
+    monkeypatch.setattr("a2a.server.engine.bus.time.monotonic", clock.monotonic)
     bus = InMemoryEventBus(retention=10.0)
     await bus.publish("a", _status("a", 1, t.TaskState.COMPLETED))
     await bus.close()

@@ -6,9 +6,9 @@ from __future__ import annotations
 import asyncio
 
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.coordination import CancelHandler, Coordination, RecoverHandler, SingleProcessCoordination
-from a2a.server.ids import new_id
-from a2a.server.store import TaskRecord
+from a2a.server.backends.store import TaskRecord
+from a2a.server.engine.coordination import CancelHandler, Coordination, RecoverHandler, SingleProcessCoordination
+from a2a.server.engine.ids import new_id
 from a2a.types import CancelTaskRequest, Message, Part, Role, SendMessageRequest, Task, TaskState, TaskStatus
 
 NOBODY = CallContext()

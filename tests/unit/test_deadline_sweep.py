@@ -6,8 +6,8 @@ import asyncio
 
 import pytest
 
-from a2a.server.deadline_sweep import DeadlineSweep, resolution_for
-from a2a.server.limits import HttpLimits
+from a2a.server.engine.limits import HttpLimits
+from a2a.server.hosts.deadline_sweep import DeadlineSweep, resolution_for
 
 
 class _Conn:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import asyncio
 
 from a2a import types as t
-from a2a.server.events import EventLog, LoggedEvent
+from a2a.server.engine.events import EventLog, LoggedEvent
 
 
 def _chunk(seq: int) -> LoggedEvent:

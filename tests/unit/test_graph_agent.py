@@ -1,4 +1,4 @@
-"""``Agent.from_graph``: a LangGraph graph served as an agent (``a2a.server.graph_agent``).
+"""``Agent.from_graph``: a LangGraph graph served as an agent (``a2a.server.authoring.graph_agent``).
 
 The example (``examples/graph_agent.py``, tested in ``tests/test_examples.py``) shows the
 message-state case over the network; these pin down the rest in process.
@@ -118,7 +118,8 @@ def test_without_langgraph_one_line_says_which_extra_brings_it(monkeypatch: pyte
 
 def test_importing_the_adapter_does_not_import_langgraph() -> None:
     probe = (
-        "import sys, a2a.server.graph_agent, a2a; print(sorted(m for m in sys.modules if m.startswith('langgraph')))"
+        "import sys, a2a.server.authoring.graph_agent, a2a; "
+        "print(sorted(m for m in sys.modules if m.startswith('langgraph')))"
     )
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, check=False, timeout=60)
     assert done.returncode == 0, done.stderr

@@ -13,8 +13,8 @@ import pytest
 from a2a import types as t
 from a2a.errors import InternalError, MethodNotFoundError, TaskNotFoundError
 from a2a.server import Agent, CallContext, RequestHandler
-from a2a.server.events import LoggedEvent
-from a2a.server.ids import new_id
+from a2a.server.engine.events import LoggedEvent
+from a2a.server.engine.ids import new_id
 
 SECRET = "s3cr3t-internal-detail"
 NOBODY = CallContext()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 
-from a2a.server.ids import new_id, new_task_id
+from a2a.server.engine.ids import new_id, new_task_id
 
 
 def test_task_ids_are_hex_unique_and_sort_by_creation_time() -> None:

@@ -7,8 +7,8 @@ import re
 import time
 from datetime import UTC, datetime
 
-from a2a.server.execution import now_iso
-from a2a.server.latch import Latch
+from a2a.server.engine.execution import now_iso
+from a2a.server.engine.latch import Latch
 
 
 async def test_a_set_latch_does_not_suspend() -> None:

@@ -21,7 +21,7 @@ from a2a.protocol.codec import encode
 from a2a.protocol.jsonrpc import decode_call, encode_request
 from a2a.protocol.methods import METHODS, OPERATIONS, WHOLE_REQUEST, MethodSpec, RestRoute, index, with_tenant
 from a2a.server import Agent, CallContext, RequestHandler
-from a2a.server.events import LoggedEvent
+from a2a.server.engine.events import LoggedEvent
 
 _MESSAGE = t.Message(message_id="m1", role=t.Role.USER, parts=[t.Part(text="hi")])
 _SEND = t.SendMessageRequest(

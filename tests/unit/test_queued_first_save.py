@@ -12,10 +12,10 @@ import pytest
 
 from a2a.errors import TaskNotFoundError
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.events import LoggedEvent
-from a2a.server.execution import Run
-from a2a.server.ids import new_id
-from a2a.server.store import InMemoryTaskStore, TaskRecord
+from a2a.server.backends.store import InMemoryTaskStore, TaskRecord
+from a2a.server.engine.events import LoggedEvent
+from a2a.server.engine.execution import Run
+from a2a.server.engine.ids import new_id
 from a2a.types import (
     GetTaskRequest,
     ListTasksRequest,

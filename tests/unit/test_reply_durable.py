@@ -10,7 +10,7 @@ import pytest
 
 from a2a.errors import InternalError
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.store import IdempotencyRecord, InMemoryTaskStore
+from a2a.server.backends.store import IdempotencyRecord, InMemoryTaskStore
 from a2a.types import Message, Part, Role, SendMessageRequest
 
 NOBODY = CallContext()

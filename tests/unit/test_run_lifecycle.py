@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 
 from a2a.server import Agent, CallContext, RequestContext, RequestHandler
-from a2a.server.ids import new_id
+from a2a.server.engine.ids import new_id
 from a2a.types import (
     CancelTaskRequest,
     Message,

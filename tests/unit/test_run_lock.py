@@ -6,7 +6,7 @@ import asyncio
 
 import pytest
 
-from a2a.server.run_lock import RunLock
+from a2a.server.engine.run_lock import RunLock
 
 
 async def test_holders_do_not_overlap_and_wait_in_arrival_order() -> None:

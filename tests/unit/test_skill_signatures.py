@@ -9,7 +9,7 @@ import pytest
 
 from a2a import Agent, RequestContext
 from a2a.errors import InvalidParamsError
-from a2a.server.agent import skill_arguments
+from a2a.server.authoring.agent import skill_arguments
 from a2a.types import Message, Part, Role
 
 

@@ -6,7 +6,7 @@ import asyncio
 from typing import Any, cast
 
 from a2a.protocol.sse import HEARTBEAT
-from a2a.server import sse_heartbeat
+from a2a.server.bindings import sse_heartbeat
 
 
 class _Stream:

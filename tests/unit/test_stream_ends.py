@@ -13,8 +13,8 @@ from a2a import A2AClient, A2AServer, Agent, RequestContext
 from a2a.errors import TransportError
 from a2a.local import LocalTransport, local_card
 from a2a.protocol.methods import MethodSpec
-from a2a.server.events import ends_stream
-from a2a.server.handler import media_type_of
+from a2a.server.engine.events import ends_stream
+from a2a.server.engine.handler import media_type_of
 from a2a.transport.base import StreamItem
 from a2a.types import Part, StreamResponse, Task, TaskState, TaskStatus, TaskStatusUpdateEvent
 

@@ -44,7 +44,7 @@ from ...ssrf import (
     check_url,
 )
 from ...types import ListTaskPushNotificationConfigsResponse, Task, TaskPushNotificationConfig
-from ..events import LoggedEvent
+from ..engine.events import LoggedEvent
 from .store import PendingDelivery, PushConfigRecord, PushStore, QueueKey
 
 __all__ = ["DEFAULT_PAGE_SIZE", "MAX_PAGE_SIZE", "DeliveryPolicy", "PushNotifier"]
