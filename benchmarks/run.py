@@ -1,6 +1,9 @@
 #!/usr/bin/env python
 """a2a-net throughput benchmark: our echo agent vs the reference SDK vs a bare aiohttp ceiling.
 
+Optionally also our echo agent as an ASGI application (``A2AServer(...).asgi()``, same store as
+``ours``) under a real uvicorn or granian process: ``--servers ours,asgi-uvicorn,asgi-granian,bare``.
+
 One run, loopback only. Each server runs alone, as its own process pinned to one CPU; the
 load generator runs as its own process pinned to another. For each server it measures
 
@@ -20,6 +23,8 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib.metadata
+import importlib.util
 import json
 import os
 import platform
@@ -44,7 +49,16 @@ from procs import REPO, Procs
 HERE = Path(__file__).resolve().parent
 RESULTS = HERE / "results"
 SERVERS = ("ours", "sdk", "bare")
-LABELS = {"ours": "ours (a2a-net)", "sdk": "SDK (a2a-sdk 1.3.0)", "bare": "bare aiohttp (ceiling)"}
+#: Our echo agent as an ASGI application (asgi_server.py) under each ASGI server: not in the
+#: default run; named in ``--servers``.
+ASGI_SERVERS = ("asgi-uvicorn", "asgi-granian")
+LABELS = {
+    "ours": "ours (a2a-net)",
+    "sdk": "SDK (a2a-sdk 1.3.0)",
+    "bare": "bare aiohttp (ceiling)",
+    "asgi-uvicorn": "ours ASGI on uvicorn",
+    "asgi-granian": "ours ASGI on granian",
+}
 TARGET_SEND_VS_BARE = 0.50
 #: Issue 13's goals for the default ``a2a serve``.
 TARGET_SSE_VS_SDK = 15.0
@@ -65,8 +79,21 @@ def _on_sigterm(_signum: int, _frame: object) -> None:
 # ---- the servers ---------------------------------------------------------------------------
 
 
-def server_command(name: str, port: int, args: argparse.Namespace) -> tuple[list[str], str, Path]:
-    """(command, JSON-RPC URL, working directory) for one server."""
+def store_url(name: str, store: str, scratch: str) -> str:
+    """The ``--store`` URL for a server of ours from the ``--ours-store`` / ``--variant`` form."""
+    if store == "sqlite":
+        # What a plain `a2a serve` uses (a SQLite file, durability=normal), in a fresh file
+        # of this run (the CLI's own file is shared, locked and grows from run to run).
+        return f"sqlite:///{scratch}/{name}.db"
+    if store.startswith("sqlite-full"):
+        return f"sqlite:///{scratch}/{name}.db?durability=full"
+    return store
+
+
+def server_command(
+    name: str, port: int, args: argparse.Namespace
+) -> tuple[list[str], str, Path, dict[str, str] | None]:
+    """(command, JSON-RPC URL, working directory, environment or None) for one server."""
     base = f"http://127.0.0.1:{port}"
     if name == "ours" or name in args.candidates:
         # The shipped CLI (`a2a serve`, on uvloop when it is installed), from this checkout or,
@@ -74,19 +101,57 @@ def server_command(name: str, port: int, args: argparse.Namespace) -> tuple[list
         src = args.candidates.get(name) or (Path(args.ours_src).resolve() if args.ours_src else REPO)
         example = str(REPO / "examples" / "echo_agent.py") + ":agent"
         cmd = [sys.executable, "-m", "a2a.cli.main", "serve", example, "--port", str(port)]
-        store = args.variant_stores.get(name, args.ours_store)
-        if store == "sqlite":
-            # What a plain `a2a serve` uses (a SQLite file, durability=normal), in a fresh file
-            # of this run (the CLI's own file is shared, locked and grows from run to run).
-            store = f"sqlite:///{args.scratch}/{name}.db"
-        elif store.startswith("sqlite-full"):
-            store = f"sqlite:///{args.scratch}/{name}.db?durability=full"
+        store = store_url(name, args.variant_stores.get(name, args.ours_store), args.scratch)
         if store and cli_has_store_option(src):
             cmd += ["--store", store]
-        return cmd, base + "/a2a/jsonrpc", src
+        return cmd, base + "/a2a/jsonrpc", src, None
+    if name in ASGI_SERVERS:
+        # The same agent and store as "ours" (asgi_server.py mirrors `a2a serve`), from this
+        # checkout, under the ASGI server's own command line.
+        env = {
+            **os.environ,
+            "A2A_BENCH_STORE": store_url(name, args.ours_store, args.scratch),
+            "A2A_BENCH_PORT": str(port),
+        }
+        return asgi_command(name, port), base + "/a2a/jsonrpc", HERE, env
     if name == "sdk":
-        return [sdk_python(), str(HERE / "sdk_launcher.py"), "--port", str(port)], base + "/", REPO
-    return [sys.executable, str(HERE / "bare_server.py"), "--port", str(port)], base + "/a2a/jsonrpc", REPO
+        return [sdk_python(), str(HERE / "sdk_launcher.py"), "--port", str(port)], base + "/", REPO, None
+    return [sys.executable, str(HERE / "bare_server.py"), "--port", str(port)], base + "/a2a/jsonrpc", REPO, None
+
+
+def _installed(module: str) -> bool:
+    return importlib.util.find_spec(module) is not None
+
+
+def asgi_versions() -> dict[str, str | None]:
+    """The versions of the ASGI servers and their speed-ups (None: not installed)."""
+    found: dict[str, str | None] = {}
+    for dist in ("uvicorn", "granian", "uvloop", "httptools"):
+        try:
+            found[dist] = importlib.metadata.version(dist)
+        except importlib.metadata.PackageNotFoundError:
+            found[dist] = None
+    return found
+
+
+def asgi_command(name: str, port: int) -> list[str]:
+    """uvicorn or granian serving ``asgi_server:app`` (run from this folder): one process (one
+    granian worker), no access log of its own, uvloop (and httptools) when installed."""
+    app = "asgi_server:app"
+    server = name.split("-", 1)[1]
+    if not _installed(server):
+        raise RuntimeError(f"{server} is not installed (pip install -e '.[asgi]')")
+    if name == "asgi-uvicorn":
+        cmd = [sys.executable, "-m", "uvicorn", app, "--app-dir", str(HERE), "--host", "127.0.0.1"]
+        cmd += ["--port", str(port), "--no-access-log", "--log-level", "warning", "--lifespan", "on"]
+        cmd += ["--loop", "uvloop"] if _installed("uvloop") else []
+        cmd += ["--http", "httptools"] if _installed("httptools") else []
+        return cmd
+    # granian: a supervising process and one worker process (CpuMeter counts both).
+    cmd = [sys.executable, "-m", "granian", "--interface", "asgi", "--host", "127.0.0.1", "--port", str(port)]
+    cmd += ["--workers", "1", "--loop", "uvloop" if _installed("uvloop") else "asyncio"]
+    cmd += ["--working-dir", str(HERE), "--no-access-log", "--log-level", "warning", app]
+    return cmd
 
 
 def cli_has_store_option(src: Path) -> bool:
@@ -110,7 +175,7 @@ def sdk_python() -> str:
     global _sdk_python
     if _sdk_python is None:
         sys.path.insert(0, str(REPO / "tests" / "interop"))
-        import sdk_env
+        import sdk_env  # type: ignore[import-not-found]
 
         _sdk_python = str(sdk_env.sdk_python())
     return _sdk_python
@@ -179,7 +244,9 @@ def bench_send_wrk(
     }
 
 
-def bench_python(procs: Procs, mode: str, url: str, args: argparse.Namespace, cpu: int | None, tag: str) -> dict:
+def bench_python(
+    procs: Procs, mode: str, url: str, args: argparse.Namespace, cpu: int | None, tag: str
+) -> dict[str, Any]:
     cmd = [sys.executable, str(HERE / "loadgen.py"), mode, "--url", url]
     cmd += ["--warmup", str(args.warmup), "--duration", str(args.duration)]
     if mode in ("send", "task"):
@@ -187,7 +254,7 @@ def bench_python(procs: Procs, mode: str, url: str, args: argparse.Namespace, cp
     else:
         cmd += ["--streams", str(args.streams), "--chunks", str(args.chunks)]
     out = P.run_captured(procs, f"loadgen-{tag}", cmd, cpu=cpu, timeout=args.warmup + args.duration + 60)
-    return json.loads(out.strip().splitlines()[-1])
+    return dict(json.loads(out.strip().splitlines()[-1]))
 
 
 def median_of(samples: list[dict[str, Any]], key: str) -> dict[str, Any]:
@@ -271,11 +338,25 @@ def _own_cpu_seconds() -> float:
 
 
 def _proc_ticks(pid: int) -> int | None:
+    """User + system ticks of a process and its live descendants (granian serves from a worker
+    process it starts; the others have none)."""
     try:
         fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return int(fields[11]) + int(fields[12])
+        ticks = int(fields[11]) + int(fields[12])
     except (OSError, IndexError, ValueError):
         return None
+    for child in _children(pid):
+        ticks += _proc_ticks(child) or 0
+    return ticks
+
+
+def _children(pid: int) -> list[int]:
+    found: list[int] = []
+    with contextlib.suppress(OSError):
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            with contextlib.suppress(OSError, ValueError):
+                found += [int(x) for x in (task / "children").read_text().split()]
+    return found
 
 
 def _core_busy_ticks(cpu: int | None) -> int | None:
@@ -298,15 +379,17 @@ class Server:
         self.name, self.proc, self.url = name, proc, url
 
 
-def start_servers(procs: Procs, args: argparse.Namespace, server_cpu: int | None) -> tuple[dict[str, Server], dict]:
+def start_servers(
+    procs: Procs, args: argparse.Namespace, server_cpu: int | None
+) -> tuple[dict[str, Server], dict[str, Any]]:
     """Start every server (all pinned to the server CPU; idle ones cost nothing) and check them."""
     servers: dict[str, Server] = {}
     failed: dict[str, dict[str, Any]] = {}
     for name in args.server_list:
         try:
             port = P.free_port()
-            cmd, url, cwd = server_command(name, port, args)
-            proc = procs.start(f"server-{name}", cmd, cpu=server_cpu, cwd=cwd)
+            cmd, url, cwd, env = server_command(name, port, args)
+            proc = procs.start(f"server-{name}", cmd, cpu=server_cpu, cwd=cwd, env=env)
             P.wait_ready(proc, url, name)
             servers[name] = Server(name, proc, url)
         except (RuntimeError, OSError, ValueError, subprocess.SubprocessError) as exc:
@@ -413,7 +496,7 @@ def ratios(results: dict[str, dict[str, Any]]) -> dict[str, Any]:
         "note": "ratios of requests (events) per second of server CPU time: robust to other load on the machine",
     }
     for name in results:
-        if name.startswith("cand"):
+        if name.startswith("cand") or name in ASGI_SERVERS:
             c_send, c_sse = get(name, "send", "requests_per_s"), get(name, "sse", "events_per_s")
             c_send_c, c_sse_c = get(name, "send", "per_core_rate"), get(name, "sse", "per_core_rate")
             out[name] = {
@@ -451,7 +534,7 @@ def _pct(sample: dict[str, Any]) -> str:
     return "-" if value is None else f"{100 * value:.0f}%"
 
 
-def _other(result: dict[str, Any]) -> str:
+def _other(name: str, result: dict[str, Any]) -> str:
     def pct(kind: str, key: str) -> str:
         value = result.get(kind, {}).get(key)
         return "-" if value is None else f"{100 * value:.0f}%"
@@ -459,7 +542,7 @@ def _other(result: dict[str, Any]) -> str:
     shown = " ".join(
         f"{pct(k, 'other_cpu_util_on_server_core')}/{pct(k, 'other_cpu_util_on_loadgen_core')}" for k in ("send", "sse")
     )
-    return f"{result.get('server', '?').split(' ')[0]} {shown}"
+    return f"{name} {shown}"
 
 
 def print_report(report: dict[str, Any]) -> None:
@@ -491,7 +574,7 @@ def print_report(report: dict[str, Any]) -> None:
         )
     print(
         "srv CPU: the server's CPU use during the run (100% = its whole core). Other processes took, "
-        "on the server core / on the load core, send then sse: " + "; ".join(_other(res[n]) for n in res)
+        "on the server core / on the load core, send then sse: " + "; ".join(_other(n, res[n]) for n in res)
     )
     print()
     if any(res[n].get("lat") for n in res):
@@ -563,20 +646,21 @@ def print_report(report: dict[str, Any]) -> None:
         verdict = "" if met is None else ("met" if met else "MISSED")
         print(f"{label:<27}{_fmt(value, '.3f'):>9}  {target:<10}{verdict:<8}{_fmt(per_core.get(label), '.3f'):>22}")
     for name, cand in rat.items():
-        if name.startswith("cand") and isinstance(cand, dict):
+        if (name.startswith("cand") or name in ASGI_SERVERS) and isinstance(cand, dict):
+            tag = "asgi" if name in ASGI_SERVERS else "cand"
             print(f"\n{res[name]['server']} (measured / per server-CPU-second):")
             for key, label in (
-                ("task_over_bare", "Send->task   cand / bare"),
-                ("task_over_ours", "Send->task   cand / ours"),
-                ("p50_over_ours", "p50 send     cand / ours"),
-                ("lat_p50_over_ours", "p50 light    cand / ours"),
-                ("send_over_bare", "SendMessage  cand / bare"),
-                ("send_over_ours", "SendMessage  cand / ours"),
-                ("sse_over_sdk", "SSE events/s cand / SDK"),
-                ("sse_over_ours", "SSE events/s cand / ours"),
+                ("task_over_bare", "Send->task   {} / bare"),
+                ("task_over_ours", "Send->task   {} / ours"),
+                ("p50_over_ours", "p50 send     {} / ours"),
+                ("lat_p50_over_ours", "p50 light    {} / ours"),
+                ("send_over_bare", "SendMessage  {} / bare"),
+                ("send_over_ours", "SendMessage  {} / ours"),
+                ("sse_over_sdk", "SSE events/s {} / SDK"),
+                ("sse_over_ours", "SSE events/s {} / ours"),
             ):
-                per_core = cand.get("per_core_" + key)
-                print(f"  {label:<25}{_fmt(cand[key], '.3f'):>9}{_fmt(per_core, '.3f'):>12}")
+                core_ratio = cand.get("per_core_" + key)
+                print(f"  {label.format(tag):<25}{_fmt(cand[key], '.3f'):>9}{_fmt(core_ratio, '.3f'):>12}")
     print()
 
 
@@ -585,7 +669,12 @@ def print_report(report: dict[str, Any]) -> None:
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--servers", default=",".join(SERVERS), help="comma-separated subset of ours,sdk,bare")
+    p.add_argument(
+        "--servers",
+        default=",".join(SERVERS),
+        help="comma-separated, from ours,sdk,bare (the default) and asgi-uvicorn,asgi-granian (our echo "
+        "agent as an ASGI application, with ours's store, under uvicorn / granian)",
+    )
     p.add_argument(
         "--loadgen",
         choices=["auto", "wrk", "python"],
@@ -652,7 +741,7 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     if args.quick:
         args.warmup, args.duration, args.chunks = 1.0, 3.0, 500
     names = [n.strip() for n in args.servers.split(",") if n.strip()]
-    if unknown := set(names) - set(SERVERS):
+    if unknown := set(names) - set(SERVERS) - set(ASGI_SERVERS):
         p.error(f"unknown servers: {', '.join(sorted(unknown))}")
     args.candidates = {}
     args.variant_stores = {}
@@ -749,6 +838,7 @@ def main(argv: list[str] | None = None) -> int:
         "ours_src": args.ours_src,
         "ours_store": args.ours_store or "(the CLI default)",
         "candidates": {name: str(path) for name, path in args.candidates.items()},
+        "asgi": asgi_versions() if set(args.server_list) & set(ASGI_SERVERS) else None,
         "elapsed_s": round(time.monotonic() - started, 1),
         "interrupted": interrupted,
         "results": results,
