@@ -91,13 +91,13 @@ def start_server(
     procs: Procs, name: str, args: argparse.Namespace, rargs: argparse.Namespace, cpu: int | None
 ) -> tuple[subprocess.Popen[bytes], str]:
     port = P.free_port()
-    cmd, url, cwd = run.server_command(NAMES[name], port, rargs)
+    cmd, url, cwd, env = run.server_command(NAMES[name], port, rargs)
     if name in ("ours", "memory"):
         # a2a serve caps connections per client address (256) and in all: every stream of this
         # run comes from 127.0.0.1, so both caps are raised above 2N for the measurement.
         cap = str(2 * args.streams + 64)
         cmd += ["--max-connections-per-client", cap, "--max-connections", cap]
-    return procs.start(f"server-{name}", cmd, cpu=cpu, cwd=cwd), url
+    return procs.start(f"server-{name}", cmd, cpu=cpu, cwd=cwd, env=env), url
 
 
 def measure_subscribers(
